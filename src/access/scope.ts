@@ -1,0 +1,59 @@
+import type { Principal } from './principal.js';
+import { raw, sql, type Sql } from '../store/sql.js';
+
+/*
+ * Row-level scoping, applied inside every query so that a list never shows a row that a
+ * read by id would refuse. `alias` is the table alias used by the calling query.
+ *
+ * - admin: every row of the companies they administer;
+ * - manager: employees of their teams or living in their regions (ISO country codes),
+ *   the devices of those employees and unassigned stock located in their regions,
+ *   and only their own teams;
+ * - employee: their own record and devices only.
+ */
+
+export function employeeScope(p: Principal, companyIds: readonly string[], alias = 'e'): Sql {
+  const a = raw(alias);
+  const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
+  switch (p.role) {
+    case 'admin':
+      return company;
+    case 'manager':
+      return sql`(${company} AND (${a}.team_id = ANY(${p.teamIds}::text[]) OR ${a}.country = ANY(${p.regions}::text[])))`;
+    case 'employee':
+      return sql`(${company} AND ${a}.id = ${p.employeeId})`;
+  }
+}
+
+export function teamScope(p: Principal, companyIds: readonly string[], alias = 't'): Sql {
+  const a = raw(alias);
+  const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
+  switch (p.role) {
+    case 'admin':
+      return company;
+    case 'manager':
+      return sql`(${company} AND ${a}.id = ANY(${p.teamIds}::text[]))`;
+    case 'employee':
+      return sql`(${company} AND ${a}.id = (SELECT own.team_id FROM employees own WHERE own.id = ${p.employeeId}))`;
+  }
+}
+
+export function deviceScope(p: Principal, companyIds: readonly string[], alias = 'd'): Sql {
+  const a = raw(alias);
+  const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
+  switch (p.role) {
+    case 'admin':
+      return company;
+    case 'manager':
+      return sql`(${company} AND (
+        ${a}.employee_id IN (SELECT e.id FROM employees e WHERE ${employeeScope(p, companyIds, 'e')})
+        OR (${a}.employee_id IS NULL AND ${a}.country = ANY(${p.regions}::text[]))))`;
+    case 'employee':
+      return sql`(${company} AND ${a}.employee_id = ${p.employeeId})`;
+  }
+}
+
+/** Company addresses are company-wide: everyone in the company with the capability sees them. */
+export function companyScope(companyIds: readonly string[], alias: string): Sql {
+  return sql`${raw(alias)}.company_id = ANY(${[...companyIds]}::text[])`;
+}

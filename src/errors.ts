@@ -1,0 +1,54 @@
+import type { z } from 'zod';
+
+export interface FieldProblem {
+  field: string;
+  rule: string;
+  message: string;
+}
+
+/** A failure with a stable machine-readable code; the HTTP layer renders it as the error envelope. */
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+}
+
+export const badRequest = (code: string, message: string, details?: unknown) => new AppError(400, code, message, details);
+export const unauthorized = (code: string, message: string) => new AppError(401, code, message);
+export const forbidden = (code: string, message: string, details?: unknown) => new AppError(403, code, message, details);
+export const notFound = (what: string, id: string) => new AppError(404, 'not_found', `${what} ${id} was not found`);
+export const conflict = (code: string, message: string, details?: unknown) => new AppError(409, code, message, details);
+export const unprocessable = (code: string, message: string, details?: unknown) =>
+  new AppError(422, code, message, details);
+
+/** v2 field names that v4 renamed or moved: a strict-schema rejection names the successor. */
+const LEGACY_FIELD_HINTS: Record<string, string> = {
+  secondaryEmail: 'renamed to personalEmail in v4',
+  teamId: 'replaced by teamName in v4; teams are addressed by name',
+  deliveryAddress: 'the delivery address is a set of fields on the employee in v4 (addressOne, city, zipCode, country, …)',
+};
+
+/** Turns zod issues into field problems that name the field and the rule. */
+export function validationError(error: z.ZodError, where = 'request'): AppError {
+  const details: FieldProblem[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      const base = issue.path.join('.');
+      for (const key of issue.keys) {
+        const field = base ? `${base}.${key}` : key;
+        const hint = LEGACY_FIELD_HINTS[key];
+        details.push({ field, rule: 'unknown_field', message: hint ? `unknown field: ${hint}` : 'unknown field' });
+      }
+      continue;
+    }
+    details.push({ field: issue.path.join('.') || '(body)', rule: issue.code, message: issue.message });
+  }
+  const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
+  return badRequest('validation_failed', `Invalid ${where}: ${summary}`, details);
+}

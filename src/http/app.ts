@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { Core } from '../core.js';
+import { AppError } from '../errors.js';
+import { registerRestRoutes } from './rest.js';
+import { registerDocs } from './openapi.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export function errorBody(requestId: string, code: string, message: string, details?: unknown) {
+  return { ok: false as const, error: { code, message, ...(details === undefined ? {} : { details }) }, meta: { requestId } };
+}
+
+/** Maps framework errors (bad JSON, body too large, wrong content type) to our codes; never blames the client for a fault of ours. */
+function toAppError(error: FastifyError | Error): AppError {
+  if (error instanceof AppError) return error;
+  const status = (error as FastifyError).statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    const code = (error as FastifyError).code ?? 'bad_request';
+    const friendly: Record<string, [string, string]> = {
+      FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_json', 'The request body is not valid JSON'],
+      FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_json', 'The request body is empty but Content-Type is application/json'],
+      FST_ERR_CTP_BODY_TOO_LARGE: ['body_too_large', `The request body exceeds ${BODY_LIMIT_BYTES} bytes`],
+      FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Send the body as application/json'],
+    };
+    const [mapped, message] = friendly[code] ?? [code.toLowerCase(), error.message];
+    return new AppError(status, mapped, message);
+  }
+  return new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
+}
+
+/** Builds the whole HTTP service on a core; never listens (the caller decides). */
+export async function buildApp(core: Core): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: core.logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    ajv: { customOptions: { removeAdditional: false } },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+    void reply.status(appError.status).send(errorBody(request.id, appError.code, appError.message, appError.details));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    void reply
+      .status(404)
+      .send(errorBody(request.id, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`));
+  });
+
+  app.get('/healthz', async () => ({ ok: true }));
+  registerRestRoutes(app, core);
+  await registerDocs(app, core);
+  return app;
+}

@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import type { FastifyInstance } from 'fastify';
+import { baseUrlOf } from '../config.js';
+import type { Core } from '../core.js';
+import { OPERATIONS } from '../operations/index.js';
+import type { AnyOperation } from '../operations/operation.js';
+
+type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
+  return rest;
+}
+
+const pathParams = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+
+const ERROR_ENVELOPE: JsonSchema = {
+  type: 'object',
+  required: ['ok', 'error', 'meta'],
+  properties: {
+    ok: { const: false },
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: {
+        code: { type: 'string', description: 'Stable machine-readable code' },
+        message: { type: 'string' },
+        details: { description: 'For validation errors: [{field, rule, message}]' },
+      },
+    },
+    meta: { type: 'object', properties: { requestId: { type: 'string' } } },
+  },
+};
+
+function operationObject(op: AnyOperation) {
+  const input = jsonSchema(op.input, 'input');
+  const inPath = pathParams(op.path);
+  const properties = input.properties ?? {};
+  const required = new Set(input.required ?? []);
+  const parameters = Object.entries(properties)
+    .filter(([name]) => op.method === 'GET' || inPath.includes(name))
+    .map(([name, schema]) => ({
+      name,
+      in: inPath.includes(name) ? 'path' : 'query',
+      required: inPath.includes(name) || required.has(name),
+      description: typeof schema.description === 'string' ? schema.description : undefined,
+      schema,
+    }));
+  const bodyProperties = Object.fromEntries(Object.entries(properties).filter(([name]) => !inPath.includes(name)));
+  const errors = (codes: number[]) =>
+    Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/Error${c}` }]));
+  return {
+    operationId: op.name,
+    summary: op.title,
+    description: op.description + (op.capability ? `\n\nRequires capability \`${op.capability}\`.` : '\n\nNeeds no capability.'),
+    tags: [op.path.split('/')[2] ?? 'v4'],
+    'x-capability': op.capability,
+    'x-mcp-tool': op.origin === 'spec' ? op.name : undefined,
+    parameters,
+    requestBody:
+      op.method === 'GET'
+        ? undefined
+        : {
+            required: true,
+            content: {
+              'application/json': {
+                schema: { ...input, properties: bodyProperties, required: [...required].filter((n) => !inPath.includes(n)) },
+              },
+            },
+          },
+    responses: {
+      [String(op.successStatus)]: {
+        description: 'Success',
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['ok', 'data', 'meta'],
+              properties: { ok: { const: true }, data: jsonSchema(op.output, 'output'), meta: { type: 'object' } },
+            },
+          },
+        },
+      },
+      ...errors([400, 401, 403, 404, 409]),
+    },
+  };
+}
+
+/** OpenAPI 3.1 document derived from the operation table. */
+export function buildOpenApiDocument(baseUrl: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    const path = op.path.replace(/:(\w+)/g, '{$1}');
+    paths[path] = { ...paths[path], [op.method.toLowerCase()]: operationObject(op) };
+  }
+  const errorResponse = (description: string) => ({
+    description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+  });
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Device Lifecycle Service API',
+      version: '4',
+      description:
+        'REST v4 of the Device Lifecycle Service. Every operation is also an MCP tool at /mcp (same name) and a `svc` command.',
+    },
+    servers: [{ url: baseUrl }],
+    security: [{ apiKey: [] }, { idToken: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY', description: 'v4 key, prefix svc_sk_, bound to a user' },
+        idToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Identity-provider ID token' },
+      },
+      schemas: { ErrorEnvelope: ERROR_ENVELOPE },
+      responses: {
+        Error400: errorResponse('Invalid input: details name each field and rule'),
+        Error401: errorResponse('Missing, invalid or legacy credential'),
+        Error403: errorResponse('Missing capability or outside the caller’s scope'),
+        Error404: errorResponse('Not found (or not visible to the caller)'),
+        Error409: errorResponse('Conflict, such as a duplicate team name'),
+      },
+    },
+  };
+}
+
+export async function registerDocs(app: FastifyInstance, core: Core): Promise<void> {
+  const document = buildOpenApiDocument(baseUrlOf(core.config));
+  app.get('/openapi.json', async () => document);
+  const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([
+    import('@fastify/swagger'),
+    import('@fastify/swagger-ui'),
+  ]);
+  await app.register(swagger, { mode: 'static', specification: { document: document as never } });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+}

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import type { Page } from '../store/paging.js';
+
+/** Largest page on every v4 list; larger `limit` values are truncated to it, not rejected. */
+export const MAX_PAGE_SIZE = 50;
+export const DEFAULT_PAGE_SIZE = 20;
+
+export const Id = z.string().trim().min(1).max(64).describe('Identifier');
+
+/** ISO 3166-1 alpha-2 code; lower case is accepted and upper-cased. */
+export const CountryCode = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z]{2}$/, 'must be a two-letter ISO 3166-1 country code')
+  .transform((s) => s.toUpperCase());
+
+/** Query strings carry booleans as text; MCP and JSON bodies carry real booleans. */
+export const QueryBoolean = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
+  .transform((v) => v === true || v === 'true' || v === '1');
+
+export const CompanyIdField = Id.optional().describe(
+  'Company to act in; required only for an admin who administers several companies',
+);
+
+export const PageFields = {
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .transform((n) => Math.min(n, MAX_PAGE_SIZE))
+    .default(DEFAULT_PAGE_SIZE)
+    .describe(`Records per page; at most ${MAX_PAGE_SIZE} (larger values are truncated)`),
+  page: z.coerce.number().int().min(1).max(100_000).optional().describe('1-based page number (offset paging)'),
+  cursor: z.string().max(512).optional().describe('nextCursor of the previous page (keyset paging; preferred)'),
+};
+
+export const PageQuery = z.object(PageFields);
+export type PageInput = z.output<typeof PageQuery>;
+
+/** The v4 list envelope around records stored under `key` (`employees`, `teams`, …). */
+export function listEnvelope<K extends string, T extends z.ZodType>(key: K, record: T) {
+  return z.object({
+    [key]: z.array(record),
+    page: z.number().int(),
+    pageSize: z.number().int(),
+    totalCount: z.number().int(),
+    nextCursor: z.string().nullable(),
+  } as { [P in K]: z.ZodArray<T> } & {
+    page: z.ZodNumber;
+    pageSize: z.ZodNumber;
+    totalCount: z.ZodNumber;
+    nextCursor: z.ZodNullable<z.ZodString>;
+  });
+}
+
+export const Timestamp = z.string().describe('ISO 8601 timestamp');
+
+/** Renders a store page as the list envelope, records under `key`. */
+export function envelopeOf<K extends string, R>(key: K, page: Page<R>) {
+  return {
+    [key]: page.rows,
+    page: page.page,
+    pageSize: page.pageSize,
+    totalCount: page.totalCount,
+    nextCursor: page.nextCursor,
+  } as { [P in K]: R[] } & Omit<Page<R>, 'rows'>;
+}

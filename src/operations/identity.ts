@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { defineOperation } from './operation.js';
+import { CapabilitySchema, ROLES } from '../access/capabilities.js';
+import { describePrincipal } from '../domain/identity.js';
+
+const Named = z.object({ id: z.string(), name: z.string() });
+
+export const identityOperations = [
+  defineOperation({
+    name: 'whoami',
+    title: 'Who am I',
+    description:
+      'Returns the authenticated user, their role, the companies they reach, their manager scope and the capabilities this credential grants right now. Needs no capability; call it first to learn what else you may call.',
+    capability: null,
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/me',
+    input: z.strictObject({}),
+    output: z.object({
+      user: z.object({
+        id: z.string(),
+        email: z.string(),
+        displayName: z.string(),
+        role: z.enum(ROLES),
+        employeeId: z.string().nullable(),
+      }),
+      companies: z.array(Named),
+      scope: z.object({ teams: z.array(Named), regions: z.array(z.string()) }),
+      capabilities: z.array(CapabilitySchema),
+      credential: z.object({
+        kind: z.enum(['api_key', 'id_token']),
+        keyId: z.string().optional(),
+        key: z.string().optional(),
+        issuer: z.string().optional(),
+      }),
+    }),
+    handler: ({ core, principal }) => describePrincipal(core.db, principal),
+  }),
+];

@@ -1,0 +1,19 @@
+import type { AnyOperation } from './operation.js';
+import { identityOperations } from './identity.js';
+import { teamOperations } from './teams.js';
+import { employeeOperations } from './employees.js';
+import { inventoryOperations } from './inventory.js';
+import { companyOperations } from './company.js';
+
+/** The operation table: every REST route, MCP tool and CLI command is derived from this list. */
+export const OPERATIONS: readonly AnyOperation[] = [
+  ...identityOperations,
+  ...employeeOperations,
+  ...teamOperations,
+  ...inventoryOperations,
+  ...companyOperations,
+];
+
+export function operationByName(name: string): AnyOperation | undefined {
+  return OPERATIONS.find((op) => op.name === name);
+}

@@ -1,0 +1,68 @@
+import type { z } from 'zod';
+import type { Capability } from '../access/capabilities.js';
+import type { Principal } from '../access/principal.js';
+import type { Core } from '../core.js';
+import { forbidden, validationError } from '../errors.js';
+
+export interface OperationContext {
+  core: Core;
+  principal: Principal;
+  requestId: string;
+}
+
+/**
+ * One row of the operation table: the single definition from which REST routes, MCP tools,
+ * CLI commands and the OpenAPI document are derived.
+ */
+export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
+  /** The MCP tool name, and the operation's identity everywhere else. */
+  name: string;
+  title: string;
+  /** Written for an AI agent as much as for a person: what it does, when to use it, what it returns. */
+  description: string;
+  /** null only for whoami. */
+  capability: Capability | null;
+  readOnly: boolean;
+  /** Write hints (MCP annotations): may it destroy data; is a repeat harmless. */
+  destructive: boolean;
+  idempotent: boolean;
+  method: 'GET' | 'POST' | 'PATCH';
+  /** Fastify-style path; `:id` segments are fields of the input. */
+  path: string;
+  /** `spec` rows are the 28 operations of the interface spec; `extension` rows are REST/CLI only. */
+  origin: 'spec' | 'extension';
+  /** HTTP status of a success (201 for creations). */
+  successStatus: 200 | 201;
+  input: I;
+  output: O;
+  // Method syntax keeps the handler bivariant, so specific operations fit the table's type.
+  handler(ctx: OperationContext, input: z.output<I>): Promise<z.input<O>>;
+}
+
+export type AnyOperation = Operation<z.ZodType, z.ZodType>;
+
+type Defaults = 'destructive' | 'idempotent' | 'origin' | 'successStatus';
+
+export function defineOperation<I extends z.ZodType, O extends z.ZodType>(
+  op: Omit<Operation<I, O>, Defaults> & Partial<Pick<Operation<I, O>, Defaults>>,
+): Operation<I, O> {
+  return {
+    destructive: false,
+    idempotent: op.readOnly,
+    origin: 'spec',
+    successStatus: 200,
+    ...op,
+  };
+}
+
+/** The one access check: capability first (so a caller cannot probe schemas), then input. */
+export async function invokeOperation(op: AnyOperation, ctx: OperationContext, rawInput: unknown): Promise<unknown> {
+  if (op.capability !== null && !ctx.principal.capabilities.has(op.capability)) {
+    throw forbidden('missing_capability', `This credential lacks ${op.capability}, which ${op.name} requires`, {
+      required: op.capability,
+    });
+  }
+  const parsed = op.input.safeParse(rawInput);
+  if (!parsed.success) throw validationError(parsed.error, `input to ${op.name}`);
+  return op.handler(ctx, parsed.data);
+}

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { defineOperation } from './operation.js';
+import { CompanyIdField, envelopeOf, Id, listEnvelope, PageFields, Timestamp } from './common.js';
+import { createTeam, getTeam, listTeams, renameTeam } from '../domain/teams.js';
+
+export const TeamName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
+  .describe('Team name, unique within the company (case-insensitive)');
+
+const Team = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  name: z.string(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const teamOperations = [
+  defineOperation({
+    name: 'list_teams',
+    title: 'List teams',
+    description:
+      'Lists the teams the caller can see (managers see only the teams they are scoped to). Filter by name with `query`. Returns the v4 list envelope with `teams`.',
+    capability: 'mcp:teams:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/teams',
+    input: z.strictObject({ ...PageFields, companyId: CompanyIdField, query: z.string().max(200).optional() }),
+    output: listEnvelope('teams', Team),
+    handler: async ({ core, principal }, input) =>
+      envelopeOf('teams', await listTeams(core.db, principal, input)),
+  }),
+  defineOperation({
+    name: 'get_team',
+    title: 'Get a team',
+    description: 'Reads one team by id, with its employee count.',
+    capability: 'mcp:teams:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/teams/:id',
+    input: z.strictObject({ id: Id }),
+    output: Team.extend({ employeeCount: z.number().int() }),
+    handler: ({ core, principal }, input) => getTeam(core.db, principal, input.id),
+  }),
+  defineOperation({
+    name: 'create_team',
+    title: 'Create a team',
+    description: 'Creates a team. Names are unique within a company: a duplicate gets 409 team_name_taken.',
+    capability: 'mcp:teams:write',
+    readOnly: false,
+    method: 'POST',
+    path: '/v4/teams',
+    successStatus: 201,
+    input: z.strictObject({ name: TeamName, companyId: CompanyIdField }),
+    output: Team,
+    handler: ({ core, principal }, input) => createTeam(core.db, principal, input),
+  }),
+  defineOperation({
+    name: 'update_team',
+    title: 'Rename a team',
+    description: 'Renames a team. The new name must be unused in the company, else 409 team_name_taken.',
+    capability: 'mcp:teams:write',
+    readOnly: false,
+    idempotent: true,
+    method: 'PATCH',
+    path: '/v4/teams/:id',
+    input: z.strictObject({ id: Id, name: TeamName }),
+    output: Team,
+    handler: ({ core, principal }, input) => renameTeam(core.db, principal, input.id, input.name),
+  }),
+];

@@ -1,0 +1,103 @@
+import { mkdirSync } from 'node:fs';
+import type { Sql } from './sql.js';
+
+/** Something that runs parameterised SQL: the database itself or an open transaction. */
+export interface Queryable {
+  query<R = Record<string, unknown>>(statement: Sql): Promise<R[]>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+  /** Runs `work` in one transaction; it commits only if `work` resolves. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs a multi-statement script (migrations). */
+  exec(script: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+// Both engines return the same JS types: ISO strings for timestamps, numbers for counts and numerics.
+const TIMESTAMPTZ = 1184;
+const INT8 = 20;
+const NUMERIC = 1700;
+const toIso = (value: string) => new Date(value).toISOString();
+const parsers: Record<number, (value: string) => unknown> = {
+  [TIMESTAMPTZ]: toIso,
+  [INT8]: Number,
+  [NUMERIC]: Number,
+};
+
+export interface OpenDbOptions {
+  databaseUrl?: string | undefined;
+  dataDir: string;
+  /** PostgreSQL schema to use (tests isolate themselves in their own schema). */
+  schema?: string;
+}
+
+export async function openDb(options: OpenDbOptions): Promise<Db> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.schema) : openPglite(options.dataDir);
+}
+
+async function openPglite(dataDir: string): Promise<Db> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
+  const pg = await PGlite.create(dataDir, { parsers });
+  const run = async <R>(target: Pick<typeof pg, 'query'>, statement: Sql) => {
+    const { text, values } = statement.toQuery();
+    return (await target.query<R>(text, values)).rows;
+  };
+  return {
+    kind: 'pglite',
+    query: (statement) => run(pg, statement),
+    transaction: (work) => pg.transaction((tx) => work({ query: (statement) => run(tx, statement) })),
+    exec: async (script) => {
+      await pg.exec(script);
+    },
+    close: () => pg.close(),
+  };
+}
+
+async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: 10,
+    options: schema ? `-c search_path=${schema}` : undefined,
+    types: { getTypeParser: (oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text') },
+  });
+  // An idle client's network error must not crash the process; the next query reports it.
+  pool.on('error', () => undefined);
+  const run = async <R>(target: { query: typeof pool.query }, statement: Sql) => {
+    const { text, values } = statement.toQuery();
+    return (await target.query(text, values)).rows as R[];
+  };
+  return {
+    kind: 'postgres',
+    query: (statement) => run(pool, statement),
+    transaction: async (work) => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await work({ query: (statement) => run(client as never, statement) });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    exec: async (script) => {
+      await pool.query(script);
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** PostgreSQL error code of a failed statement, the same on both engines. */
+export function pgErrorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export const UNIQUE_VIOLATION = '23505';

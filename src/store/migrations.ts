@@ -1,0 +1,204 @@
+import { raw, sql } from './sql.js';
+import type { Db } from './db.js';
+
+/**
+ * Ordered schema migrations. Applied once each, inside a transaction, under an advisory lock
+ * so that several instances starting together on one PostgreSQL do not race.
+ * Never edit a shipped migration: add a new one.
+ */
+export const MIGRATIONS: ReadonlyArray<{ id: string; up: string }> = [
+  {
+    id: '0001_core',
+    up: `
+CREATE TABLE companies (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE users (
+  id text PRIMARY KEY,
+  email text NOT NULL,
+  display_name text NOT NULL,
+  role text NOT NULL CHECK (role IN ('admin', 'manager', 'employee')),
+  employee_id text,
+  non_personal boolean NOT NULL DEFAULT false,
+  disabled_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX users_email_key ON users (lower(email));
+
+CREATE TABLE user_companies (
+  user_id text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  company_id text NOT NULL REFERENCES companies (id),
+  PRIMARY KEY (user_id, company_id)
+);
+
+CREATE TABLE teams (
+  id text PRIMARY KEY,
+  company_id text NOT NULL REFERENCES companies (id),
+  name text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX teams_company_name_key ON teams (company_id, lower(name));
+
+CREATE TABLE manager_teams (
+  user_id text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  team_id text NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+  PRIMARY KEY (user_id, team_id)
+);
+
+CREATE TABLE manager_regions (
+  user_id text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  country text NOT NULL,
+  PRIMARY KEY (user_id, country)
+);
+
+CREATE TABLE employees (
+  id text PRIMARY KEY,
+  company_id text NOT NULL REFERENCES companies (id),
+  display_name text NOT NULL,
+  email text NOT NULL,
+  personal_email text,
+  country text,
+  job_title text,
+  department text,
+  division text,
+  tax_id text,
+  team_id text REFERENCES teams (id),
+  address_one text,
+  address_two text,
+  city text,
+  state text,
+  zip_code text,
+  phone text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX employees_company_email_key ON employees (company_id, lower(email));
+CREATE INDEX employees_team_idx ON employees (team_id, id);
+CREATE INDEX employees_country_idx ON employees (country, id);
+
+ALTER TABLE users ADD CONSTRAINT users_employee_fk FOREIGN KEY (employee_id) REFERENCES employees (id);
+
+CREATE TABLE company_addresses (
+  id text PRIMARY KEY,
+  company_id text NOT NULL REFERENCES companies (id),
+  alias text NOT NULL,
+  address text NOT NULL,
+  city text NOT NULL,
+  zip_code text NOT NULL,
+  country text NOT NULL,
+  contact_name text NOT NULL,
+  contact_email text NOT NULL,
+  phone text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX company_addresses_alias_key ON company_addresses (company_id, lower(alias));
+
+CREATE TABLE devices (
+  id text PRIMARY KEY,
+  company_id text NOT NULL REFERENCES companies (id),
+  serial_number text NOT NULL,
+  product_type text NOT NULL,
+  category text NOT NULL,
+  manufacturer text NOT NULL,
+  model text NOT NULL,
+  specs jsonb NOT NULL DEFAULT '{}',
+  spec_score integer NOT NULL DEFAULT 0,
+  condition text NOT NULL,
+  status text NOT NULL,
+  country text,
+  company_address_id text REFERENCES company_addresses (id),
+  employee_id text REFERENCES employees (id),
+  assigned_at timestamptz,
+  pin_ciphertext text,
+  pin_set_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX devices_company_serial_key ON devices (company_id, serial_number);
+CREATE INDEX devices_employee_idx ON devices (employee_id, id);
+CREATE INDEX devices_type_status_idx ON devices (company_id, product_type, status);
+
+CREATE TABLE catalog_items (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  manufacturer text NOT NULL,
+  product_type text NOT NULL,
+  category text NOT NULL,
+  specs jsonb NOT NULL DEFAULT '{}',
+  spec_score integer NOT NULL DEFAULT 0,
+  price numeric(12, 2) NOT NULL,
+  currency text NOT NULL
+);
+
+CREATE TABLE catalog_availability (
+  item_id text NOT NULL REFERENCES catalog_items (id) ON DELETE CASCADE,
+  country text NOT NULL,
+  stock integer NOT NULL,
+  lead_time_days integer NOT NULL,
+  PRIMARY KEY (item_id, country)
+);
+CREATE INDEX catalog_availability_country_idx ON catalog_availability (country);
+
+CREATE TABLE api_keys (
+  id text PRIMARY KEY,
+  user_id text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  name text NOT NULL,
+  secret_hash text NOT NULL,
+  capabilities text[] NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  last_used_at timestamptz,
+  revoked_at timestamptz
+);
+CREATE INDEX api_keys_user_idx ON api_keys (user_id);
+
+CREATE TABLE outbox (
+  id text PRIMARY KEY,
+  company_id text NOT NULL REFERENCES companies (id),
+  kind text NOT NULL,
+  recipient text NOT NULL,
+  subject text NOT NULL,
+  body text NOT NULL,
+  status text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'sent', 'failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  last_error text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  sent_at timestamptz
+);
+CREATE INDEX outbox_queued_idx ON outbox (created_at) WHERE status = 'queued';
+`,
+  },
+];
+
+const LOCK_KEY = 4_242_001;
+
+export async function migrate(db: Db): Promise<string[]> {
+  return db.transaction(async (tx) => {
+    await tx.query(sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`);
+    await tx.query(
+      sql`CREATE TABLE IF NOT EXISTS schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const done = new Set((await tx.query<{ id: string }>(sql`SELECT id FROM schema_migrations`)).map((r) => r.id));
+    const applied: string[] = [];
+    for (const migration of MIGRATIONS) {
+      if (done.has(migration.id)) continue;
+      for (const statement of splitStatements(migration.up)) {
+        await tx.query(raw(statement));
+      }
+      await tx.query(sql`INSERT INTO schema_migrations (id) VALUES (${migration.id})`);
+      applied.push(migration.id);
+    }
+    return applied;
+  });
+}
+
+/** Our migrations hold no semicolons inside literals or bodies, so a plain split is exact. */
+function splitStatements(script: string): string[] {
+  return script
+    .split(';')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}

@@ -1,0 +1,52 @@
+/**
+ * A composable SQL fragment: interpolated values become $n parameters, nested fragments are inlined.
+ * Keeps every query parameterised while letting scope predicates be built in one place.
+ */
+export class Sql {
+  constructor(
+    readonly strings: readonly string[],
+    readonly values: readonly unknown[],
+  ) {}
+
+  toQuery(): { text: string; values: unknown[] } {
+    const values: unknown[] = [];
+    const text = this.render(values);
+    return { text, values };
+  }
+
+  private render(values: unknown[]): string {
+    let text = this.strings[0] ?? '';
+    this.values.forEach((value, i) => {
+      if (value instanceof Sql) {
+        text += value.render(values);
+      } else {
+        values.push(value);
+        text += `$${values.length}`;
+      }
+      text += this.strings[i + 1] ?? '';
+    });
+    return text;
+  }
+}
+
+export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
+  return new Sql(strings, values);
+}
+
+/** Trusted SQL text (identifiers from allowlists, never user input). */
+export function raw(text: string): Sql {
+  return new Sql([text], []);
+}
+
+export function join(parts: readonly Sql[], separator: string): Sql {
+  if (parts.length === 0) return raw('');
+  const strings = [''];
+  for (let i = 1; i < parts.length; i++) strings.push(separator);
+  strings.push('');
+  return new Sql(strings, parts);
+}
+
+/** AND of the given predicates; TRUE when there are none. */
+export function and(parts: readonly Sql[]): Sql {
+  return parts.length === 0 ? raw('TRUE') : sql`(${join(parts, ' AND ')})`;
+}

@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createCore, type Core, type CoreOptions } from '../../src/core.js';
+import { seedDemo, type DemoData } from '../../src/domain/demo.js';
+import { buildApp } from '../../src/http/app.js';
+import { pino } from 'pino';
+
+export type Backend = 'pglite' | 'postgres';
+
+/** Every backend the suite runs on here; PostgreSQL is mandatory in CI (see global-setup). */
+export function backends(): Backend[] {
+  return inject('postgresUrl') ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+export interface TestApp {
+  backend: Backend;
+  core: Core;
+  app: FastifyInstance;
+  demo: DemoData;
+  close(): Promise<void>;
+}
+
+export const TEST_SECRET_KEY = 'a'.repeat(64);
+
+/**
+ * A real core and app on the chosen backend, seeded with the demo data. On PostgreSQL each
+ * call gets its own schema, so test files run in parallel on one database.
+ */
+export async function startTestApp(
+  backend: Backend,
+  options: { config?: Partial<Config>; core?: CoreOptions; seed?: boolean } = {},
+): Promise<TestApp> {
+  let schema: string | undefined;
+  let databaseUrl: string | undefined;
+  if (backend === 'postgres') {
+    databaseUrl = inject('postgresUrl');
+    schema = `t_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.end();
+  }
+  const config = loadConfig({}, { dataDir: 'memory://', databaseUrl, secretKey: TEST_SECRET_KEY, logLevel: 'silent', ...options.config });
+  const core = await createCore(config, { logger: pino({ level: 'silent' }), ...options.core, schema });
+  const demo = options.seed === false ? (undefined as unknown as DemoData) : await seedDemo(core.db);
+  const app = await buildApp(core);
+  await app.ready();
+  return {
+    backend,
+    core,
+    app,
+    demo,
+    async close() {
+      await app.close();
+      await core.close();
+      if (schema && databaseUrl) {
+        const admin = new pg.Client({ connectionString: databaseUrl });
+        await admin.connect();
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+        await admin.end();
+      }
+    },
+  };
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Record<string, unknown>;
+  body: T;
+}
+
+/** A tiny client over Fastify inject that speaks the v4 envelope. */
+export function client(app: FastifyInstance, apiKey?: string, extraHeaders: Record<string, string> = {}) {
+  const headers = { ...(apiKey ? { 'x-api-key': apiKey } : {}), ...extraHeaders };
+  const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown): Promise<ApiResponse> => {
+    const response = await app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+    return { status: response.statusCode, headers: response.headers, body: response.json() };
+  };
+  return {
+    get: (url: string) => call('GET', url),
+    post: (url: string, body: unknown = {}) => call('POST', url, body),
+    patch: (url: string, body: unknown = {}) => call('PATCH', url, body),
+  };
+}
