@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../config.js';
 import type { Db, Queryable } from '../store/db.js';
 import { newId } from '../store/ids.js';
@@ -30,7 +31,7 @@ const MAX_ATTEMPTS = 5;
 const RETRY_INTERVAL_MS = 30_000;
 
 export function createMailer(db: Db, config: Config, logger: Logger): Mailer {
-  let transport: import('nodemailer').Transporter | undefined;
+  let transport: Transporter | undefined;
   let running: Promise<number> | undefined;
   let timer: NodeJS.Timeout | undefined;
 
