@@ -16,7 +16,8 @@ export interface Authenticator {
 
 function singleHeader(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
-  if (Array.isArray(value)) throw unauthorized('ambiguous_credentials', `Send the ${name} header once`);
+  // Node joins a repeated header into one comma-separated value; no key or token contains a comma.
+  if (Array.isArray(value) || value?.includes(',')) throw unauthorized('ambiguous_credentials', `Send the ${name} header once`);
   return value === undefined || value === '' ? undefined : value;
 }
 

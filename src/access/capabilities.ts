@@ -52,11 +52,12 @@ export const ROLE_CEILING: Record<Role, readonly Capability[]> = {
   employee: ['mcp:inventory:read', 'mcp:employees:read', 'mcp:orders:read'],
 };
 
-export function parseCapabilityList(text: string): Capability[] {
+/** Parses `a,b,c` or `all` (which the caller resolves against the user's role). */
+export function parseCapabilityList(text: string): Capability[] | 'all' {
   const items = text
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  if (items.length === 1 && items[0] === 'all') return [...CAPABILITIES];
+  if (items.length === 1 && items[0] === 'all') return 'all';
   return z.array(CapabilitySchema).parse(items);
 }

@@ -72,11 +72,13 @@ export interface MintedKeyInfo {
 export async function mintKeyForUser(
   db: Queryable,
   email: string,
-  capabilities: readonly Capability[],
+  requested: readonly Capability[] | 'all',
   name = 'API key',
 ): Promise<MintedKeyInfo> {
   const user = await userIdByEmail(db, email);
   const ceiling = new Set<Capability>(ROLE_CEILING[user.role]);
+  // 'all' means everything the user's role allows, so scripts need not know the role.
+  const capabilities = requested === 'all' ? [...ceiling] : requested;
   const beyond = capabilities.filter((c) => !ceiling.has(c));
   if (beyond.length > 0) {
     throw badRequest('capability_beyond_role', `A ${user.role} cannot hold ${beyond.join(', ')}`);

@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Sql } from './sql.js';
 
 /** Something that runs parameterised SQL: the database itself or an open transaction. */
@@ -37,10 +38,58 @@ export async function openDb(options: OpenDbOptions): Promise<Db> {
   return options.databaseUrl ? openPostgres(options.databaseUrl, options.schema) : openPglite(options.dataDir);
 }
 
+export class DataDirInUseError extends Error {}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * PGlite is single-process: a second process on the same directory would corrupt it.
+ * A pid lock file refuses that clearly; a lock left by a dead process is taken over.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const lockFile = join(dataDir, 'svc.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockFile, 'wx', 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(lockFile, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number(readFileSync(lockFile, 'utf8'));
+      if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) {
+        throw new DataDirInUseError(
+          `The data directory ${dataDir} is in use by process ${owner}. Stop that server first, or run both against PostgreSQL (DATABASE_URL).`,
+        );
+      }
+      rmSync(lockFile, { force: true });
+    }
+  }
+  throw new DataDirInUseError(`Could not lock the data directory ${dataDir}`);
+}
+
 async function openPglite(dataDir: string): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite');
-  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
-  const pg = await PGlite.create(dataDir, { parsers });
+  const inMemory = dataDir.startsWith('memory://');
+  let unlock = () => {};
+  if (!inMemory) {
+    mkdirSync(dataDir, { recursive: true });
+    unlock = lockDataDir(dataDir);
+  }
+  let pg;
+  try {
+    pg = await PGlite.create(inMemory ? dataDir : join(dataDir, 'pgdata'), { parsers });
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   const run = async <R>(target: Pick<typeof pg, 'query'>, statement: Sql) => {
     const { text, values } = statement.toQuery();
     return (await target.query<R>(text, values)).rows;
@@ -52,7 +101,10 @@ async function openPglite(dataDir: string): Promise<Db> {
     exec: async (script) => {
       await pg.exec(script);
     },
-    close: () => pg.close(),
+    close: async () => {
+      await pg.close();
+      unlock();
+    },
   };
 }
 

@@ -22,17 +22,21 @@ export interface PageQuerySpec {
   filters: Record<string, unknown>;
 }
 
-interface CursorState {
+export interface CursorState {
   after: string;
   page: number;
   filters: string;
 }
 
-function fingerprint(filters: Record<string, unknown>): string {
+export function fingerprint(filters: Record<string, unknown>): string {
   const stable = Object.keys(filters)
     .sort()
     .map((k) => [k, filters[k]]);
   return createHash('sha256').update(JSON.stringify(stable)).digest('base64url').slice(0, 12);
+}
+
+export function encodeCursor(state: CursorState): string {
+  return Buffer.from(JSON.stringify(state)).toString('base64url');
 }
 
 function decodeCursor(cursor: string, filters: string): CursorState {
@@ -73,9 +77,6 @@ export async function paginate<R extends { id: string }>(db: Queryable, spec: Pa
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];
-  const nextCursor =
-    hasMore && last
-      ? Buffer.from(JSON.stringify({ after: last.id, page, filters } satisfies CursorState)).toString('base64url')
-      : null;
+  const nextCursor = hasMore && last ? encodeCursor({ after: last.id, page, filters }) : null;
   return { rows: pageRows, page, pageSize: limit, totalCount: counted[0]?.n ?? 0, nextCursor };
 }

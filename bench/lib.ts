@@ -1,0 +1,100 @@
+import { cpus, totalmem } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.js';
+import { createCore, type Core } from '../src/core.js';
+import { seedDemo, type DemoData } from '../src/domain/demo.js';
+import { buildApp } from '../src/http/app.js';
+
+export type Backend = 'pglite' | 'postgres';
+export const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface BenchServer {
+  core: Core;
+  demo: DemoData;
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/** A real server on loopback, on an in-memory PGlite or a throwaway PostgreSQL schema. */
+export async function startBenchServer(backend: Backend): Promise<BenchServer> {
+  const schema = backend === 'postgres' ? `bench_${randomBytes(4).toString('hex')}` : undefined;
+  const admin = backend === 'postgres' ? new pg.Client({ connectionString: POSTGRES_URL }) : undefined;
+  if (admin && schema) {
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+  }
+  const config = loadConfig({}, {
+    dataDir: 'memory://',
+    databaseUrl: backend === 'postgres' ? POSTGRES_URL : undefined,
+    secretKey: 'b'.repeat(64),
+    logLevel: 'silent',
+    port: 0,
+  });
+  const core = await createCore(config, { logger: pino({ level: 'silent' }), schema });
+  const demo = await seedDemo(core.db);
+  const app = await buildApp(core);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+  return {
+    core,
+    demo,
+    baseUrl: `http://127.0.0.1:${port}`,
+    async close() {
+      await app.close();
+      await core.close();
+      if (admin && schema) {
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+        await admin.end();
+      }
+    },
+  };
+}
+
+export interface Measurement {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+/** Fixed-duration load from this process with autocannon; any non-2xx counts as an error. */
+export async function measure(url: string, headers: Record<string, string>, seconds = 5, connections = 10): Promise<Measurement> {
+  const result = await autocannon({ url, headers, connections, duration: seconds });
+  return {
+    requestsPerSecond: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
+}
+
+export function machine(): string {
+  const cpu = cpus();
+  return `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+}
+
+export function writeResults(name: string, command: string, header: string[], rows: Array<Array<string | number>>, notes: string[] = []): string {
+  const table = [
+    `| ${header.join(' | ')} |`,
+    `| ${header.map(() => '---').join(' | ')} |`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
+  const text = [
+    `# ${name}`,
+    '',
+    `- Command: \`${command}\``,
+    `- Machine: ${machine()}`,
+    `- Date: ${new Date().toISOString().slice(0, 10)}`,
+    '',
+    table,
+    '',
+    ...notes,
+    '',
+  ].join('\n');
+  writeFileSync(new URL(`./results/${name}.md`, import.meta.url), text);
+  return text;
+}

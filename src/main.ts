@@ -1,0 +1,244 @@
+#!/usr/bin/env node
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
+import { baseUrlOf, ConfigError, loadConfig, type Config } from './config.js';
+import { z } from 'zod';
+import type { Core } from './core.js';
+import { AppError, validationError } from './errors.js';
+import { DataDirInUseError } from './store/db.js';
+import { packageVersion } from './version.js';
+
+/*
+ * svc-server: the server and its operator commands. Each command loads only what it needs,
+ * and every command has --json for scripts (data on stdout, messages on stderr).
+ */
+
+interface StoreFlags {
+  dataDir?: string;
+  databaseUrl?: string;
+  logLevel?: string;
+  json?: boolean;
+}
+
+const storeOptions = (command: Command) =>
+  command
+    .addOption(new Option('--data-dir <dir>', 'embedded store directory (env DATA_DIR)'))
+    .addOption(new Option('--database-url <url>', 'PostgreSQL connection string (env DATABASE_URL)'))
+    .addOption(new Option('--log-level <level>', 'log level (env LOG_LEVEL)'))
+    .option('--json', 'machine-readable output on stdout');
+
+function configFrom(flags: StoreFlags & { port?: string; host?: string }): Config {
+  return loadConfig(process.env, {
+    dataDir: flags.dataDir,
+    databaseUrl: flags.databaseUrl,
+    logLevel: flags.logLevel,
+    port: flags.port,
+    host: flags.host,
+  });
+}
+
+/** Opens the store for a one-shot command: quiet logs, closed afterwards whatever happens. */
+async function withCore<T>(flags: StoreFlags, work: (core: Core) => Promise<T>): Promise<T> {
+  const { createCore } = await import('./core.js');
+  const { pino } = await import('pino');
+  const config = configFrom(flags);
+  const core = await createCore(config, { logger: pino({ level: flags.logLevel ?? 'warn' }) });
+  try {
+    return await work(core);
+  } finally {
+    await core.close();
+  }
+}
+
+function output(flags: StoreFlags, data: unknown, human: string): void {
+  process.stdout.write(flags.json ? `${JSON.stringify(data, null, 2)}\n` : `${human}\n`);
+}
+
+function demoKeysFile(config: Config): string | undefined {
+  return config.databaseUrl || config.dataDir.startsWith('memory://') ? undefined : join(config.dataDir, 'demo-keys.json');
+}
+
+async function seedDemoInto(core: Core) {
+  const { seedDemo } = await import('./domain/demo.js');
+  const demo = await seedDemo(core.db);
+  const summary = {
+    apiKeys: demo.apiKeys,
+    users: demo.emails,
+    companies: demo.companies,
+    keysFile: demoKeysFile(core.config),
+  };
+  if (summary.keysFile) writeFileSync(summary.keysFile, `${JSON.stringify(summary, null, 2)}\n`, { mode: 0o600 });
+  return summary;
+}
+
+function describeKeys(summary: { apiKeys: Record<string, string>; keysFile?: string | undefined }): string {
+  const lines = Object.entries(summary.apiKeys).map(([who, key]) => `  ${who.padEnd(9)} ${key}`);
+  return [
+    'Demo API keys (shown once; send as X-API-KEY):',
+    ...lines,
+    ...(summary.keysFile ? [`Also written to ${summary.keysFile}`] : []),
+  ].join('\n');
+}
+
+export function buildProgram(): Command {
+  const program = new Command('svc-server')
+    .description('Device Lifecycle Service: v4 core and v2 migration gateway')
+    .version(packageVersion())
+    .showHelpAfterError();
+
+  storeOptions(
+    program
+      .command('serve')
+      .description('run the HTTP service')
+      .addOption(new Option('--port <port>', 'port (env PORT, default 3001)'))
+      .addOption(new Option('--host <host>', 'interface (env HOST, default 127.0.0.1)'))
+      .option('--demo', 'seed the demo data set when the store is empty'),
+  ).action(async (flags: StoreFlags & { port?: string; host?: string; demo?: boolean }) => {
+    const [{ createCore }, { buildApp }, { isEmpty }] = await Promise.all([
+      import('./core.js'),
+      import('./http/app.js'),
+      import('./domain/demo.js'),
+    ]);
+    const config = configFrom(flags);
+    const core = await createCore(config);
+    let demo: Awaited<ReturnType<typeof seedDemoInto>> | undefined;
+    if (flags.demo) {
+      if (await isEmpty(core.db)) {
+        demo = await seedDemoInto(core);
+        if (!flags.json) process.stderr.write(`${describeKeys(demo)}\n`);
+      } else {
+        const file = demoKeysFile(config);
+        process.stderr.write(`Store already has data${file ? `; demo keys from the first start are in ${file}` : ''}\n`);
+      }
+    }
+    const app = await buildApp(core);
+    const shutdown = async (signal: string) => {
+      core.logger.info({ signal }, 'shutting down');
+      await app.close();
+      await core.close();
+      process.exit(0);
+    };
+    process.once('SIGINT', () => void shutdown('SIGINT'));
+    process.once('SIGTERM', () => void shutdown('SIGTERM'));
+    await app.listen({ port: config.port, host: config.host });
+    const url = baseUrlOf({ ...config, port: (app.server.address() as { port: number }).port });
+    output(flags, { url, store: core.db.kind, ...(demo ? { demo } : {}) }, `Serving ${url}  (API docs: ${url}/docs, store: ${core.db.kind})`);
+  });
+
+  storeOptions(program.command('migrate').description('apply pending schema migrations')).action(async (flags: StoreFlags) => {
+    const { migrate } = await import('./store/migrations.js');
+    // createCore already migrates; asking again reports that nothing is pending.
+    await withCore(flags, async (core) => {
+      const applied = await migrate(core.db);
+      output(flags, { applied, store: core.db.kind }, applied.length ? `Applied ${applied.join(', ')}` : 'Schema is up to date');
+    });
+  });
+
+  storeOptions(
+    program.command('seed').description('load a data set into an empty store').requiredOption('--demo', 'the demo data set'),
+  ).action(async (flags: StoreFlags) => {
+    const { isEmpty } = await import('./domain/demo.js');
+    await withCore(flags, async (core) => {
+      if (!(await isEmpty(core.db))) throw new AppError(409, 'store_not_empty', 'The store already has data; seed an empty one');
+      const summary = await seedDemoInto(core);
+      output(flags, summary, describeKeys(summary));
+    });
+  });
+
+  const users = program.command('users').description('manage users');
+  storeOptions(
+    users
+      .command('create')
+      .description('create a user')
+      .requiredOption('--email <email>')
+      .requiredOption('--name <displayName>')
+      .addOption(new Option('--role <role>').choices(['admin', 'manager', 'employee']).makeOptionMandatory())
+      .requiredOption('--company <id...>', 'company id(s); only admins may have several')
+      .option('--team <id...>', 'manager scope: team ids')
+      .option('--region <code...>', 'manager scope: ISO country codes')
+      .option('--employee <id>', 'the employee record of an employee user')
+      .option('--non-personal', 'a dedicated service user, not a person (recommended for integrations)'),
+  ).action(async (flags: StoreFlags & { email: string; name: string; role: 'admin'; company: string[]; team?: string[]; region?: string[]; employee?: string; nonPersonal?: boolean }) => {
+    const { createUser } = await import('./domain/admin.js');
+    await withCore(flags, async (core) => {
+      const id = await createUser(core.db, {
+        email: flags.email,
+        displayName: flags.name,
+        role: flags.role,
+        companyIds: flags.company,
+        teamIds: flags.team ?? [],
+        regions: (flags.region ?? []).map((r) => r.toUpperCase()),
+        employeeId: flags.employee,
+        nonPersonal: flags.nonPersonal ?? false,
+      });
+      output(flags, { id, email: flags.email, role: flags.role }, `Created user ${id} <${flags.email}>`);
+    });
+  });
+  for (const [name, disabled] of [['disable', true], ['enable', false]] as const) {
+    storeOptions(
+      users.command(name).description(`${name} a user (keys bound to it ${disabled ? 'stop' : 'resume'} working at once)`).requiredOption('--email <email>'),
+    ).action(async (flags: StoreFlags & { email: string }) => {
+      const { setUserDisabled } = await import('./domain/admin.js');
+      await withCore(flags, async (core) => {
+        await setUserDisabled(core.db, flags.email, disabled);
+        output(flags, { email: flags.email, disabled }, `User ${flags.email} ${name}d`);
+      });
+    });
+  }
+
+  const keys = program.command('keys').description('manage API keys');
+  storeOptions(
+    keys
+      .command('mint')
+      .description('mint a v4 API key bound to a user; the raw key is printed once')
+      .requiredOption('--user <email>', 'the user the key is bound to')
+      .requiredOption('--capabilities <list>', 'comma-separated capabilities, or "all" (within the user’s role)')
+      .option('--name <name>', 'a label for the key', 'API key'),
+  ).action(async (flags: StoreFlags & { user: string; capabilities: string; name: string }) => {
+    const [{ mintKeyForUser }, { parseCapabilityList }] = await Promise.all([
+      import('./domain/admin.js'),
+      import('./access/capabilities.js'),
+    ]);
+    await withCore(flags, async (core) => {
+      const minted = await mintKeyForUser(core.db, flags.user, parseCapabilityList(flags.capabilities), flags.name);
+      output(
+        flags,
+        { keyId: minted.keyId, apiKey: minted.rawKey, user: flags.user, capabilities: minted.capabilities },
+        `${minted.rawKey}\n(key id ${minted.keyId}; this is the only time the key is shown)`,
+      );
+    });
+  });
+  storeOptions(keys.command('revoke').description('revoke a key (takes effect on the next request)').argument('<keyId>')).action(
+    async (keyId: string, flags: StoreFlags) => {
+      const { revokeKey } = await import('./domain/admin.js');
+      await withCore(flags, async (core) => {
+        await revokeKey(core.db, keyId);
+        output(flags, { keyId, revoked: true }, `Revoked ${keyId}`);
+      });
+    },
+  );
+
+  return program;
+}
+
+/** Exit codes: 0 ok, 1 failure, 2 usage error. */
+async function main(argv: string[]): Promise<void> {
+  const program = buildProgram().exitOverride();
+  try {
+    await program.parseAsync(argv);
+  } catch (caught) {
+    let error = caught;
+    if (error instanceof CommanderError) {
+      process.exit(error.exitCode === 0 ? 0 : 2);
+    }
+    if (error instanceof z.ZodError) error = validationError(error, 'arguments');
+    const known = error instanceof AppError || error instanceof ConfigError || error instanceof DataDirInUseError;
+    const message = error instanceof AppError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+    process.stderr.write(`svc-server: ${known ? message : `unexpected error: ${message}`}\n`);
+    if (!known && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+    process.exit(1);
+  }
+}
+
+await main(process.argv);

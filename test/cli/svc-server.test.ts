@@ -1,0 +1,133 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { backends, TEST_SECRET_KEY } from '../helpers/harness.js';
+
+const ENTRY = ['--import', 'tsx', 'src/main.ts'];
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe.each(backends())('svc-server commands [%s]', (backend) => {
+  let dataDir: string;
+  let env: NodeJS.ProcessEnv;
+  let schema: string | undefined;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'svc-cli-'));
+    env = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
+    if (backend === 'postgres') {
+      schema = `t_${randomBytes(6).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+      await admin.connect();
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      await admin.end();
+      const url = new URL(inject('postgresUrl'));
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      env = { ...env, DATABASE_URL: url.toString(), SVC_SECRET_KEY: TEST_SECRET_KEY };
+    }
+  });
+
+  afterAll(async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    if (schema) {
+      const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+      await admin.connect();
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.end();
+    }
+  });
+
+  const run = (...args: string[]) => {
+    const result = spawnSync(process.execPath, [...ENTRY, ...args], { env, encoding: 'utf8', timeout: 60_000 });
+    return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+  };
+
+  async function serve(port: number): Promise<ChildProcess> {
+    const child = spawn(process.execPath, [...ENTRY, 'serve', '--port', String(port)], { env, stdio: 'ignore' });
+    for (let i = 0; i < 120; i++) {
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+      if (ok) return child;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    child.kill('SIGKILL');
+    throw new Error('server did not start');
+  }
+
+  async function stop(child: ChildProcess): Promise<number | null> {
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    return exited;
+  }
+
+  const me = (port: number, key: string) => fetch(`http://127.0.0.1:${port}/v4/me`, { headers: { 'x-api-key': key } });
+
+  it('seeds the demo, serves it, and manages users and keys', async () => {
+    const seeded = run('seed', '--demo', '--json');
+    expect(seeded.stderr).toBe('');
+    expect(seeded.code).toBe(0);
+    const demo = JSON.parse(seeded.stdout);
+    for (const who of ['admin', 'manager', 'employee']) expect(demo.apiKeys[who]).toMatch(/^svc_sk_/);
+
+    const again = run('seed', '--demo', '--json');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('store_not_empty');
+
+    const migrated = run('migrate', '--json');
+    expect(JSON.parse(migrated.stdout)).toMatchObject({ applied: [] });
+
+    const created = run('users', 'create', '--email', 'bot@acme.example', '--name', 'Integration Bot', '--role', 'admin', '--company', 'co_acme', '--non-personal', '--json');
+    expect(created.code).toBe(0);
+    const minted = run('keys', 'mint', '--user', 'bot@acme.example', '--capabilities', 'mcp:teams:read,mcp:employees:read', '--json');
+    expect(minted.code).toBe(0);
+    const key = JSON.parse(minted.stdout);
+    expect(key.apiKey).toMatch(/^svc_sk_/);
+    const second = JSON.parse(run('keys', 'mint', '--user', 'bot@acme.example', '--capabilities', 'all', '--json').stdout);
+    expect(second.capabilities).toHaveLength(10);
+    expect(run('keys', 'revoke', second.keyId, '--json').code).toBe(0);
+
+    const port = await freePort();
+    const server = await serve(port);
+    try {
+      const adminMe = await me(port, demo.apiKeys.admin);
+      expect(adminMe.status).toBe(200);
+      expect((await adminMe.json()).data.user.email).toBe('admin@demo.example');
+      const botMe = await (await me(port, key.apiKey)).json();
+      expect(botMe.data.capabilities).toEqual(['mcp:employees:read', 'mcp:teams:read']);
+      expect((await me(port, second.apiKey)).status).toBe(401);
+      if (backend === 'pglite') {
+        const busy = run('keys', 'mint', '--user', 'bot@acme.example', '--capabilities', 'all');
+        expect(busy.code).toBe(1);
+        expect(busy.stderr).toContain('is in use by process');
+      } else {
+        // PostgreSQL serves several processes: disabling the user bites on the next request.
+        expect(run('users', 'disable', '--email', 'bot@acme.example').code).toBe(0);
+        expect((await me(port, key.apiKey)).status).toBe(401);
+      }
+    } finally {
+      expect(await stop(server)).toBe(0);
+    }
+    if (backend === 'pglite') expect(existsSync(join(dataDir, 'svc.lock'))).toBe(false);
+  }, 120_000);
+
+  it('reports usage errors with exit 2 and bad arguments with exit 1 naming the field', () => {
+    expect(run('frobnicate').code).toBe(2);
+    const bad = run('users', 'create', '--email', 'not-an-email', '--name', 'X', '--role', 'admin', '--company', 'co_acme');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('email');
+    const beyond = run('keys', 'mint', '--user', 'manager@acme.example', '--capabilities', 'mcp:teams:write');
+    expect(beyond.code).toBe(1);
+    expect(beyond.stderr).toContain('capability_beyond_role');
+  }, 60_000);
+});
