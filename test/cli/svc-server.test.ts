@@ -102,8 +102,8 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
     try {
       const adminMe = await me(port, demo.apiKeys.admin);
       expect(adminMe.status).toBe(200);
-      expect((await adminMe.json()).data.user.email).toBe('admin@demo.example');
-      const botMe = await (await me(port, key.apiKey)).json();
+      expect(((await adminMe.json()) as any).data.user.email).toBe('admin@demo.example');
+      const botMe = (await (await me(port, key.apiKey)).json()) as any;
       expect(botMe.data.capabilities).toEqual(['mcp:employees:read', 'mcp:teams:read']);
       expect((await me(port, second.apiKey)).status).toBe(401);
       if (backend === 'pglite') {
