@@ -1,4 +1,83 @@
-import type { AnyOperation } from './operation.js';
+import { z } from 'zod';
+import { defineOperation } from './operation.js';
+import { CompanyIdField, CountryCode, envelopeOf, listEnvelope, PageFields, Timestamp } from './common.js';
+import { createCompanyAddress, listCompanyAddresses } from '../domain/company.js';
 
-// Filled in by the company work package.
-export const companyOperations: AnyOperation[] = [];
+const text = (max: number, what: string) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
+    .describe(what);
+
+const Phone = z
+  .string()
+  .trim()
+  .regex(
+    /^(?=(?:\D*\d){5})[\d +()-]{5,30}$/,
+    'must be 5 to 30 characters of digits, spaces, +, - or parentheses, with at least 5 digits',
+  )
+  .describe('Contact phone number, such as +49 30 5550 100');
+
+const NewAddress = {
+  alias: text(100, 'Short name of the address, unique within the company (case-insensitive)'),
+  address: text(200, 'Street and number'),
+  city: text(100, 'City'),
+  zipCode: text(20, 'Postal code'),
+  country: CountryCode.describe('ISO 3166-1 alpha-2 country code'),
+  contactName: text(200, 'Person who receives or hands over devices at this address'),
+  contactEmail: z.email().max(254).describe('Email of the contact person'),
+  phone: Phone,
+};
+
+const CompanyAddress = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  alias: z.string(),
+  address: z.string(),
+  city: z.string(),
+  zipCode: z.string(),
+  country: z.string(),
+  contactName: z.string(),
+  contactEmail: z.string(),
+  phone: z.string(),
+  createdAt: Timestamp,
+});
+
+export const companyOperations = [
+  defineOperation({
+    name: 'list_company_addresses',
+    title: 'List company addresses',
+    description:
+      'Lists the saved company addresses (offices and warehouses devices ship to or are collected from) of every company the caller belongs to. Filter by `country`, or by `query` matching alias or city. Returns the v4 list envelope with `addresses`.',
+    capability: 'mcp:company:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/company/addresses',
+    input: z.strictObject({
+      ...PageFields,
+      companyId: CompanyIdField,
+      country: CountryCode.optional().describe('Only addresses in this country (ISO 3166-1 alpha-2)'),
+      query: z.string().max(200).optional().describe('Case-insensitive text matched against alias and city'),
+    }),
+    output: listEnvelope('addresses', CompanyAddress),
+    handler: async ({ core, principal }, input) =>
+      envelopeOf('addresses', await listCompanyAddresses(core.db, principal, input)),
+  }),
+  defineOperation({
+    name: 'create_company_address',
+    title: 'Save a company address',
+    description:
+      'Saves an office or warehouse address for shipping and collection. All eight fields are required; the alias is unique within the company (a duplicate gets 409 address_alias_taken). An admin of several companies must pass `companyId`.',
+    capability: 'mcp:company:write',
+    readOnly: false,
+    method: 'POST',
+    path: '/v4/company/addresses',
+    successStatus: 201,
+    input: z.strictObject({ ...NewAddress, companyId: CompanyIdField }),
+    output: CompanyAddress,
+    handler: ({ core, principal }, input) => createCompanyAddress(core.db, principal, input),
+  }),
+];

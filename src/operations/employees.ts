@@ -1,4 +1,182 @@
-import type { AnyOperation } from './operation.js';
+import { z } from 'zod';
+import { defineOperation } from './operation.js';
+import { CompanyIdField, CountryCode, envelopeOf, Id, listEnvelope, PageFields, Timestamp } from './common.js';
+import { TeamName } from './teams.js';
+import {
+  createEmployee,
+  getEmployee,
+  listAvailableCountries,
+  listEmployees,
+  updateEmployee,
+} from '../domain/employees.js';
 
-// Filled in by the employees work package.
-export const employeeOperations: AnyOperation[] = [];
+/** Optional text: trimmed, at most 200 characters; null or "" clears it (stored as NULL). */
+const optionalText = (what: string) =>
+  z
+    .string()
+    .trim()
+    .max(200)
+    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
+    .nullable()
+    .transform((v) => v || null)
+    .optional()
+    .describe(`${what}; null or "" clears it`);
+
+const DisplayName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
+  .describe('Full name as shown in the dashboard');
+
+const WorkEmail = z.email().max(254).describe('Work email, unique within the company (case-insensitive); the sign-in email');
+
+/** The v4 name of the legacy secondaryEmail: "" clears it as null does. */
+const PersonalEmail = z
+  .union([z.email().max(254), z.literal(''), z.null()])
+  .transform((v) => v || null)
+  .optional()
+  .describe('Private email address; null or "" clears it');
+
+/** Fields settable on creation and by PATCH alike. */
+const EmployeeFields = {
+  personalEmail: PersonalEmail,
+  country: CountryCode.nullable()
+    .optional()
+    .describe('ISO 3166-1 alpha-2 country of the employee and of their delivery address'),
+  teamName: TeamName.nullable()
+    .optional()
+    .describe('Team by name; an admin naming a missing team creates it, a manager may only name their own teams. null removes the employee from their team'),
+  jobTitle: optionalText('Job title'),
+  department: optionalText('Department'),
+  division: optionalText('Division'),
+  taxId: optionalText('Tax identifier'),
+  addressOne: optionalText('Delivery address: street and number'),
+  city: optionalText('Delivery address: city'),
+  state: optionalText('Delivery address: state or region'),
+  zipCode: optionalText('Delivery address: postal code'),
+};
+
+/** The v4 contract: these two address fields exist only after creation. */
+const notAtCreation = (field: string) =>
+  z
+    .never({ error: `${field} cannot be set at creation: set it afterwards with PATCH /v4/employees/{id}` })
+    .optional()
+    .describe(`Not accepted at creation; set it with PATCH /v4/employees/{id}`);
+
+const Employee = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  displayName: z.string(),
+  email: z.string(),
+  personalEmail: z.string().nullable(),
+  country: z.string().nullable(),
+  jobTitle: z.string().nullable(),
+  department: z.string().nullable(),
+  division: z.string().nullable(),
+  taxId: z.string().nullable(),
+  teamName: z.string().nullable(),
+  addressOne: z.string().nullable(),
+  addressTwo: z.string().nullable(),
+  city: z.string().nullable(),
+  state: z.string().nullable(),
+  zipCode: z.string().nullable(),
+  phone: z.string().nullable(),
+  hasActiveLogin: z.boolean().describe('A user who can sign in is linked to this employee; their email is then fixed'),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const employeeOperations = [
+  defineOperation({
+    name: 'list_employees',
+    title: 'List employees',
+    description:
+      'Searches and lists the employees the caller can see (managers: their teams and regions; employees: themselves). `query` matches name or email; filter by `teamName` and `country`. Returns the v4 list envelope with `employees`, each with its delivery address fields.',
+    capability: 'mcp:employees:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/employees',
+    input: z.strictObject({
+      ...PageFields,
+      companyId: CompanyIdField,
+      query: z.string().max(200).optional().describe('Text found in the display name or email (case-insensitive)'),
+      teamName: TeamName.optional().describe('Only employees of this team (case-insensitive)'),
+      country: CountryCode.optional().describe('Only employees in this country'),
+    }),
+    output: listEnvelope('employees', Employee),
+    handler: async ({ core, principal }, input) =>
+      envelopeOf('employees', await listEmployees(core.db, principal, input)),
+  }),
+  defineOperation({
+    name: 'get_employee',
+    title: 'Get an employee',
+    description: 'Reads one employee by id, including the delivery address (addressOne, addressTwo, city, state, zipCode, phone, country).',
+    capability: 'mcp:employees:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/employees/:id',
+    input: z.strictObject({ id: Id }),
+    output: Employee,
+    handler: ({ core, principal }, input) => getEmployee(core.db, principal, input.id),
+  }),
+  defineOperation({
+    name: 'list_available_countries',
+    title: 'List countries with employees',
+    description:
+      'Lists the ISO country codes, sorted, of the visible employees that have a stored delivery address. Use it to choose a country for orders and device searches.',
+    capability: 'mcp:employees:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/employees/countries',
+    input: z.strictObject({ companyId: CompanyIdField }),
+    output: z.object({ countries: z.array(z.string()) }),
+    handler: ({ core, principal }, input) => listAvailableCountries(core.db, principal, input.companyId),
+  }),
+  defineOperation({
+    name: 'create_employee',
+    title: 'Create an employee',
+    description:
+      'Creates an employee. `displayName` and `email` are required; `addressTwo` and `phone` cannot be set here (set them afterwards with update_employee). With `sendInvitation` true a dashboard invitation is emailed to the work email; the response says `invitationQueued` and never contains an invitation URL. A duplicate email in the company gets 409 employee_email_taken.',
+    capability: 'mcp:employees:write',
+    readOnly: false,
+    method: 'POST',
+    path: '/v4/employees',
+    successStatus: 201,
+    input: z.strictObject({
+      companyId: CompanyIdField,
+      displayName: DisplayName,
+      email: WorkEmail,
+      ...EmployeeFields,
+      addressTwo: notAtCreation('addressTwo'),
+      phone: notAtCreation('phone'),
+      sendInvitation: z.boolean().default(false).describe('Email a dashboard invitation to the work email'),
+    }),
+    output: Employee.extend({
+      invitationQueued: z.boolean().describe('An invitation email was queued for delivery'),
+    }),
+    handler: ({ core, principal }, input) => createEmployee(core, principal, input),
+  }),
+  defineOperation({
+    name: 'update_employee',
+    title: 'Update an employee',
+    description:
+      'Changes the given fields of an employee (at least one), including the delivery address. The email of an employee with an active login cannot change (409 employee_has_active_login). `teamName` null removes the employee from their team.',
+    capability: 'mcp:employees:write',
+    readOnly: false,
+    idempotent: true,
+    method: 'PATCH',
+    path: '/v4/employees/:id',
+    input: z.strictObject({
+      id: Id,
+      displayName: DisplayName.optional(),
+      email: WorkEmail.optional(),
+      ...EmployeeFields,
+      addressTwo: optionalText('Delivery address: second line'),
+      phone: optionalText('Delivery phone number'),
+    }),
+    output: Employee,
+    handler: ({ core, principal }, { id, ...changes }) => updateEmployee(core, principal, id, changes),
+  }),
+];

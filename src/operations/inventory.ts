@@ -1,4 +1,281 @@
+import { z } from 'zod';
 import type { AnyOperation } from './operation.js';
+import { defineOperation } from './operation.js';
+import {
+  CompanyIdField,
+  CountryCode,
+  envelopeOf,
+  Id,
+  listEnvelope,
+  MAX_PAGE_SIZE,
+  PageFields,
+  QueryBoolean,
+  Timestamp,
+} from './common.js';
+import { CATEGORIES, DEVICE_CONDITIONS, DEVICE_STATUSES, PIN_TYPES, PRODUCT_TYPE_NAMES } from '../domain/device-types.js';
+import {
+  deviceOptions,
+  getAssignedDevices,
+  getProduct,
+  registerDeviceInUse,
+  registerProducts,
+  searchInventory,
+  setPinCode,
+  suggestAlternatives,
+} from '../domain/inventory.js';
 
-// Filled in by the inventory work package.
-export const inventoryOperations: AnyOperation[] = [];
+const text = (max: number, what: string) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
+    .describe(what);
+
+const SerialNumber = text(64, 'Serial number; unique within a company, usable wherever productId is');
+const ProductType = z.enum(PRODUCT_TYPE_NAMES).describe(`Device type: ${PRODUCT_TYPE_NAMES.join(', ')}`);
+const Category = z.enum(CATEGORIES).describe(`Inventory category: ${CATEGORIES.join(', ')}`);
+const Status = z.enum(DEVICE_STATUSES).describe(`Device status: ${DEVICE_STATUSES.join(', ')}`);
+const Condition = z.enum(DEVICE_CONDITIONS);
+
+const Specs = z
+  .strictObject({
+    cpu: text(100, 'Processor').optional(),
+    ramGb: z.number().int().min(0).max(8192).optional(),
+    storageGb: z.number().int().min(0).max(1_048_576).optional(),
+    screenInches: z.number().positive().max(200).optional(),
+    releaseYear: z.number().int().min(1990).max(2100).optional(),
+  })
+  .describe('Specification; ranks devices (memory weighs most, then storage, then recency)');
+
+/** Ranked lists are short: at most 50, larger values truncated like list pages. */
+const RankedLimit = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .transform((n) => Math.min(n, MAX_PAGE_SIZE))
+  .default(10)
+  .describe(`How many to return; at most ${MAX_PAGE_SIZE} (larger values are truncated)`);
+
+const Device = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  serialNumber: z.string(),
+  productType: ProductType,
+  category: z.string(),
+  manufacturer: z.string(),
+  model: z.string(),
+  specs: Specs,
+  specScore: z.number().int(),
+  condition: Condition,
+  status: Status,
+  inStock: z.boolean().describe('true when status is Available'),
+  location: z.object({
+    country: z.string().nullable(),
+    companyAddressId: z.string().nullable(),
+    alias: z.string().nullable(),
+    city: z.string().nullable(),
+  }),
+  assignment: z
+    .object({ employeeId: z.string(), displayName: z.string(), assignedAt: Timestamp.nullable() })
+    .nullable()
+    .describe('The employee holding the device; null for stock'),
+  pinCodeSet: z.boolean().describe('Whether an unlock PIN is stored; the PIN itself is never returned'),
+  pinCodeSetAt: Timestamp.nullable(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+/** Fields every device registration gives; `condition` defaults differ (new stock vs a device in use). */
+const NewDeviceFields = {
+  serialNumber: SerialNumber,
+  productType: ProductType,
+  manufacturer: text(100, 'Manufacturer, e.g. Lenovo'),
+  model: text(200, 'Model, e.g. ThinkPad X1 Carbon'),
+  specs: Specs.default({}),
+};
+
+export const inventoryOperations: AnyOperation[] = [
+  defineOperation({
+    name: 'search_inventory',
+    title: 'Search inventory',
+    description:
+      'Searches the devices the caller can see (admins: their companies; managers: devices of employees they see plus unassigned stock in their regions; employees: their own devices). `query` matches serial number, manufacturer and model; filter with `inStock` (true = status Available), `category`, `productType`, `country`, `status`. Returns the v4 list envelope with `devices`.',
+    capability: 'mcp:inventory:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/inventory',
+    input: z.strictObject({
+      ...PageFields,
+      companyId: CompanyIdField,
+      query: z.string().trim().max(200).optional().describe('Free text over serial number, manufacturer and model'),
+      inStock: QueryBoolean.optional().describe('true: only Available devices; false: only devices not Available'),
+      category: Category.optional(),
+      productType: ProductType.optional(),
+      country: CountryCode.optional().describe('Country where the device is'),
+      status: Status.optional(),
+    }),
+    output: listEnvelope('devices', Device),
+    handler: async ({ core, principal }, input) => envelopeOf('devices', await searchInventory(core.db, principal, input)),
+  }),
+  defineOperation({
+    name: 'get_assigned_devices',
+    title: "List an employee's devices",
+    description:
+      'Lists the devices currently assigned to an employee. The employee must be visible to the caller, else 404. Returns the v4 list envelope with `devices`.',
+    capability: 'mcp:inventory:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/employees/:id/devices',
+    input: z.strictObject({ ...PageFields, id: Id.describe('Employee id') }),
+    output: listEnvelope('devices', Device),
+    handler: async ({ core, principal }, input) =>
+      envelopeOf('devices', await getAssignedDevices(core.db, principal, input.id, input)),
+  }),
+  defineOperation({
+    name: 'get_product',
+    title: 'Get a device',
+    description:
+      'Reads one device, with its assignment, condition and location, by productId or serial number. Employees read only their own devices. A serial number registered in several companies the caller reaches is 409 ambiguous_serial listing them: pass `companyId` to choose.',
+    capability: 'mcp:inventory:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/products/:id',
+    input: z.strictObject({ id: Id.describe('productId or serial number'), companyId: CompanyIdField }),
+    output: Device,
+    handler: ({ core, principal }, input) => getProduct(core.db, principal, input.id, input.companyId),
+  }),
+  defineOperation({
+    name: 'get_device_options',
+    title: 'Rank device options',
+    description:
+      'Lists the device models of one `productType` available (status Available) in the inventory the caller can see, optionally in one `country`. Ranking: highest specScore first (memory, then storage, then recency), then most units in stock, then manufacturer and model name. Each option gives its rank, specs, in-stock count, countries where it is in stock and up to 5 sample productIds to order. Returns `{ options }`.',
+    capability: 'mcp:inventory:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/devices/options',
+    input: z.strictObject({
+      productType: ProductType,
+      country: CountryCode.optional().describe('Only stock located in this country'),
+      companyId: CompanyIdField,
+      limit: RankedLimit,
+    }),
+    output: z.object({
+      options: z.array(
+        z.object({
+          rank: z.number().int(),
+          manufacturer: z.string(),
+          model: z.string(),
+          productType: ProductType,
+          specs: Specs.describe('Specs of the best-specified unit of this model'),
+          specScore: z.number().int(),
+          inStock: z.number().int(),
+          countries: z.array(z.string()),
+          sampleProductIds: z.array(z.string()),
+        }),
+      ),
+    }),
+    handler: async ({ core, principal }, input) => ({ options: await deviceOptions(core.db, principal, input) }),
+  }),
+  defineOperation({
+    name: 'suggest_alternative_device',
+    title: 'Suggest catalog alternatives',
+    description:
+      'When inventory has no suitable device, suggests items of the master catalog purchasable in `country` (stock > 0), optionally of one `productType`. Ranking: shortest lead time first, then highest specScore, then name. A country without catalog availability gives an empty list. Returns `{ country, suggestions }`; order one with create_purchase_order.',
+    capability: 'mcp:inventory:read',
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/devices/suggestions',
+    input: z.strictObject({
+      country: CountryCode.describe('Country to deliver to'),
+      productType: ProductType.optional(),
+      limit: RankedLimit,
+    }),
+    output: z.object({
+      country: z.string(),
+      suggestions: z.array(
+        z.object({
+          itemId: z.string(),
+          name: z.string(),
+          manufacturer: z.string(),
+          productType: ProductType,
+          category: z.string(),
+          specs: Specs,
+          specScore: z.number().int(),
+          price: z.number(),
+          currency: z.string(),
+          stock: z.number().int(),
+          leadTimeDays: z.number().int(),
+        }),
+      ),
+    }),
+    handler: async ({ core }, input) => ({ country: input.country, suggestions: await suggestAlternatives(core.db, input) }),
+  }),
+  defineOperation({
+    name: 'add_product_pin_code',
+    title: 'Store a device PIN',
+    description: `Stores (or replaces) a device's unlock PIN, 4 to 12 digits. Name the device by exactly one of productId or serialNumber. Only ${PIN_TYPES.join(', ')} take a PIN; other types get 422 pin_not_supported_for_type. The PIN is encrypted at rest and never returned: the device record shows pinCodeSet and pinCodeSetAt.`,
+    capability: 'mcp:inventory:write',
+    readOnly: false,
+    idempotent: true,
+    method: 'POST',
+    path: '/v4/products/pin-code',
+    input: z
+      .strictObject({
+        productId: Id.optional(),
+        serialNumber: SerialNumber.optional(),
+        pinCode: z.string().regex(/^\d{4,12}$/, 'must be 4 to 12 digits').describe('Unlock PIN, 4 to 12 digits'),
+        companyId: CompanyIdField,
+      })
+      .refine((v) => (v.productId === undefined) !== (v.serialNumber === undefined), {
+        message: 'give exactly one of productId or serialNumber',
+        path: ['productId'],
+      }),
+    output: Device,
+    handler: ({ core, principal }, { pinCode, ...ref }) => setPinCode(core.db, core.secretKey, principal, ref, pinCode),
+  }),
+  defineOperation({
+    name: 'register_products',
+    title: 'Register stock devices',
+    description:
+      'Registers 1 to 500 devices as company stock (status Available), all or nothing. Serial numbers must be new to the company: repeats get 409 serial_number_taken naming each products.<index>.serialNumber. A companyAddressId must be one of the company’s addresses and sets the location country. Returns `{ products }`.',
+    capability: 'mcp:inventory:write',
+    readOnly: false,
+    method: 'POST',
+    path: '/v4/products',
+    origin: 'extension',
+    successStatus: 201,
+    input: z.strictObject({
+      companyId: CompanyIdField,
+      products: z
+        .array(
+          z.strictObject({
+            ...NewDeviceFields,
+            condition: Condition.default('New'),
+            country: CountryCode.optional().describe("Where the device is; defaults to its address's country"),
+            companyAddressId: Id.optional().describe('Saved company address (office or warehouse) holding the device'),
+          }),
+        )
+        .min(1)
+        .max(500),
+    }),
+    output: z.object({ products: z.array(Device) }),
+    handler: async ({ core, principal }, input) => ({ products: await registerProducts(core.db, principal, input) }),
+  }),
+  defineOperation({
+    name: 'register_device_in_use',
+    title: 'Register a device in use',
+    description:
+      'Records a device an employee already uses: it is created with status Assigned to that employee, located in their country. The serial number must be new to the company (409 serial_number_taken). The employee must be visible to the caller, else 404.',
+    capability: 'mcp:inventory:write',
+    readOnly: false,
+    method: 'POST',
+    path: '/v4/employees/:id/devices',
+    origin: 'extension',
+    successStatus: 201,
+    input: z.strictObject({ id: Id.describe('Employee id'), ...NewDeviceFields, condition: Condition.default('Good') }),
+    output: Device,
+    handler: ({ core, principal }, { id, ...device }) => registerDeviceInUse(core.db, principal, id, device),
+  }),
+];

@@ -29,7 +29,7 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   method: 'GET' | 'POST' | 'PATCH';
   /** Fastify-style path; `:id` segments are fields of the input. */
   path: string;
-  /** `spec` rows are the 28 operations of the interface spec; `extension` rows are REST/CLI only. */
+  /** `spec` rows are the 27 operations of the interface spec; `extension` rows are REST/CLI only. */
   origin: 'spec' | 'extension';
   /** HTTP status of a success (201 for creations). */
   successStatus: 200 | 201;
