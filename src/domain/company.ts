@@ -5,10 +5,9 @@ import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { paginate } from '../store/paging.js';
-import { and, sql } from '../store/sql.js';
+import { and, containsText, sql } from '../store/sql.js';
 import { conflict } from '../errors.js';
 import type { PageInput } from '../operations/common.js';
-import { escapeLike } from './teams.js';
 
 export interface CompanyAddressFields {
   alias: string;
@@ -42,8 +41,7 @@ export async function listCompanyAddresses(db: Queryable, p: Principal, input: P
   const filters = [companyScope(readCompanies(p, input.companyId), 'a')];
   if (input.country) filters.push(sql`a.country = ${input.country}`);
   if (input.query) {
-    const pattern = `%${escapeLike(input.query)}%`;
-    filters.push(sql`(a.alias ILIKE ${pattern} OR a.city ILIKE ${pattern})`);
+    filters.push(containsText(input.query, [sql`a.alias`, sql`a.city`]));
   }
   return paginate<CompanyAddressRecord>(db, {
     columns: ADDRESS_COLUMNS,

@@ -7,10 +7,10 @@ import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { paginate } from '../store/paging.js';
-import { and, join, raw, sql } from '../store/sql.js';
+import { and, containsText, join, raw, sql } from '../store/sql.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import type { PageInput } from '../operations/common.js';
-import { ensureTeamByName, escapeLike } from './teams.js';
+import { ensureTeamByName } from './teams.js';
 
 /** API field -> column of the plain employee fields (an allowlist: only these reach SQL as identifiers). */
 const FIELD_COLUMNS = {
@@ -78,8 +78,7 @@ export interface EmployeeFilters {
 export async function listEmployees(db: Queryable, p: Principal, input: PageInput & EmployeeFilters) {
   const filters = [employeeScope(p, readCompanies(p, input.companyId))];
   if (input.query) {
-    const pattern = `%${escapeLike(input.query)}%`;
-    filters.push(sql`(e.display_name ILIKE ${pattern} OR e.email ILIKE ${pattern})`);
+    filters.push(containsText(input.query, [sql`e.display_name`, sql`e.email`]));
   }
   if (input.teamName) filters.push(sql`lower(t.name) = lower(${input.teamName})`);
   if (input.country) filters.push(sql`e.country = ${input.country}`);

@@ -5,7 +5,7 @@ import type { Db, Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { paginate, type Page } from '../store/paging.js';
-import { and, join, sql, type Sql } from '../store/sql.js';
+import { and, containsText, join, sql, type Sql } from '../store/sql.js';
 import { AppError, badRequest, conflict, notFound, unprocessable, type FieldProblem } from '../errors.js';
 import type { PageInput } from '../operations/common.js';
 import {
@@ -18,7 +18,6 @@ import {
   type ProductType,
 } from './device-types.js';
 import { encryptSecret } from './pin-crypto.js';
-import { escapeLike } from './teams.js';
 
 export type DeviceStatus = (typeof DEVICE_STATUSES)[number];
 export type DeviceCondition = (typeof DEVICE_CONDITIONS)[number];
@@ -108,8 +107,7 @@ export interface InventoryFilters {
 export async function searchInventory(db: Queryable, p: Principal, input: InventoryFilters & PageInput) {
   const filters = [deviceScope(p, readCompanies(p, input.companyId))];
   if (input.query) {
-    const pattern = `%${escapeLike(input.query)}%`;
-    filters.push(sql`(d.serial_number ILIKE ${pattern} OR (d.manufacturer || ' ' || d.model) ILIKE ${pattern})`);
+    filters.push(containsText(input.query, [sql`d.serial_number`, sql`(d.manufacturer || ' ' || d.model)`]));
   }
   if (input.inStock !== undefined) filters.push(sql`(d.status = ${IN_STOCK}) = ${input.inStock}`);
   if (input.category) filters.push(sql`d.category = ${input.category}`);

@@ -5,7 +5,7 @@ import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { paginate } from '../store/paging.js';
-import { and, sql } from '../store/sql.js';
+import { and, containsText, sql } from '../store/sql.js';
 import { conflict, notFound } from '../errors.js';
 import type { PageInput } from '../operations/common.js';
 
@@ -37,7 +37,7 @@ async function uniqueName<T>(name: string, write: () => Promise<T>): Promise<T> 
 
 export async function listTeams(db: Queryable, p: Principal, input: PageInput & { companyId?: string | undefined; query?: string | undefined }) {
   const filters = [teamScope(p, readCompanies(p, input.companyId))];
-  if (input.query) filters.push(sql`t.name ILIKE ${`%${escapeLike(input.query)}%`}`);
+  if (input.query) filters.push(containsText(input.query, [sql`t.name`]));
   return paginate<TeamRecord>(db, {
     columns: TEAM_COLUMNS,
     from: sql`teams t`,
@@ -85,8 +85,4 @@ export async function ensureTeamByName(db: Queryable, companyId: string, name: s
   const [existing] = await db.query<{ id: string }>(sql`
     SELECT id FROM teams WHERE company_id = ${companyId} AND lower(name) = lower(${name})`);
   return { id: existing!.id, created: false };
-}
-
-export function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }

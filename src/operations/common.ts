@@ -5,6 +5,31 @@ import type { Page } from '../store/paging.js';
 export const MAX_PAGE_SIZE = 50;
 export const DEFAULT_PAGE_SIZE = 20;
 
+/** Required free text: trimmed, non-empty, bounded, no control characters. */
+export const Text = (max: number, what: string) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
+    .describe(what);
+
+/** Optional text: as Text (up to 200 characters), and null or "" clears it (stored as NULL). */
+export const OptionalText = (what: string) =>
+  z
+    .union([Text(200, what), z.literal(''), z.null()])
+    .transform((v) => v || null)
+    .optional()
+    .describe(`${what}; null or "" clears it`);
+
+const PHONE_PATTERN = /^(?=(?:\D*\d){5})[\d +()-]{5,30}$/;
+export const Phone = z
+  .string()
+  .trim()
+  .regex(PHONE_PATTERN, 'must be 5 to 30 characters of digits, spaces, +, - or parentheses, with at least 5 digits')
+  .describe('Phone number, such as +49 30 5550 100');
+
 export const Id = z.string().trim().min(1).max(64).describe('Identifier');
 
 /** ISO 3166-1 alpha-2 code; lower case is accepted and upper-cased. */

@@ -1,33 +1,15 @@
 import { z } from 'zod';
 import { defineOperation } from './operation.js';
-import { CompanyIdField, CountryCode, envelopeOf, listEnvelope, PageFields, Timestamp } from './common.js';
+import { CompanyIdField, CountryCode, Phone, Text, envelopeOf, listEnvelope, PageFields, Timestamp } from './common.js';
 import { createCompanyAddress, listCompanyAddresses } from '../domain/company.js';
 
-const text = (max: number, what: string) =>
-  z
-    .string()
-    .trim()
-    .min(1)
-    .max(max)
-    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
-    .describe(what);
-
-const Phone = z
-  .string()
-  .trim()
-  .regex(
-    /^(?=(?:\D*\d){5})[\d +()-]{5,30}$/,
-    'must be 5 to 30 characters of digits, spaces, +, - or parentheses, with at least 5 digits',
-  )
-  .describe('Contact phone number, such as +49 30 5550 100');
-
 const NewAddress = {
-  alias: text(100, 'Short name of the address, unique within the company (case-insensitive)'),
-  address: text(200, 'Street and number'),
-  city: text(100, 'City'),
-  zipCode: text(20, 'Postal code'),
+  alias: Text(100, 'Short name of the address, unique within the company (case-insensitive)'),
+  address: Text(200, 'Street and number'),
+  city: Text(100, 'City'),
+  zipCode: Text(20, 'Postal code'),
   country: CountryCode.describe('ISO 3166-1 alpha-2 country code'),
-  contactName: text(200, 'Person who receives or hands over devices at this address'),
+  contactName: Text(200, 'Person who receives or hands over devices at this address'),
   contactEmail: z.email().max(254).describe('Email of the contact person'),
   phone: Phone,
 };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineOperation } from './operation.js';
-import { CompanyIdField, CountryCode, envelopeOf, Id, listEnvelope, PageFields, Timestamp } from './common.js';
+import { CompanyIdField, CountryCode, envelopeOf, Id, OptionalText, Phone, Text, listEnvelope, PageFields, Timestamp } from './common.js';
 import { TeamName } from './teams.js';
 import {
   createEmployee,
@@ -10,25 +10,7 @@ import {
   updateEmployee,
 } from '../domain/employees.js';
 
-/** Optional text: trimmed, at most 200 characters; null or "" clears it (stored as NULL). */
-const optionalText = (what: string) =>
-  z
-    .string()
-    .trim()
-    .max(200)
-    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
-    .nullable()
-    .transform((v) => v || null)
-    .optional()
-    .describe(`${what}; null or "" clears it`);
-
-const DisplayName = z
-  .string()
-  .trim()
-  .min(1)
-  .max(200)
-  .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
-  .describe('Full name as shown in the dashboard');
+const DisplayName = Text(200, 'Full name as shown in the dashboard');
 
 const WorkEmail = z.email().max(254).describe('Work email, unique within the company (case-insensitive); the sign-in email');
 
@@ -48,14 +30,14 @@ const EmployeeFields = {
   teamName: TeamName.nullable()
     .optional()
     .describe('Team by name; an admin naming a missing team creates it, a manager may only name their own teams. null removes the employee from their team'),
-  jobTitle: optionalText('Job title'),
-  department: optionalText('Department'),
-  division: optionalText('Division'),
-  taxId: optionalText('Tax identifier'),
-  addressOne: optionalText('Delivery address: street and number'),
-  city: optionalText('Delivery address: city'),
-  state: optionalText('Delivery address: state or region'),
-  zipCode: optionalText('Delivery address: postal code'),
+  jobTitle: OptionalText('Job title'),
+  department: OptionalText('Department'),
+  division: OptionalText('Division'),
+  taxId: OptionalText('Tax identifier'),
+  addressOne: OptionalText('Delivery address: street and number'),
+  city: OptionalText('Delivery address: city'),
+  state: OptionalText('Delivery address: state or region'),
+  zipCode: OptionalText('Delivery address: postal code'),
 };
 
 /** The v4 contract: these two address fields exist only after creation. */
@@ -173,8 +155,12 @@ export const employeeOperations = [
       displayName: DisplayName.optional(),
       email: WorkEmail.optional(),
       ...EmployeeFields,
-      addressTwo: optionalText('Delivery address: second line'),
-      phone: optionalText('Delivery phone number'),
+      addressTwo: OptionalText('Delivery address: second line'),
+      phone: Phone.nullable()
+        .or(z.literal(''))
+        .transform((v) => v || null)
+        .optional()
+        .describe('Delivery phone number; null or "" clears it'),
     }),
     output: Employee,
     handler: ({ core, principal }, { id, ...changes }) => updateEmployee(core, principal, id, changes),

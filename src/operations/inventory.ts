@@ -10,6 +10,7 @@ import {
   MAX_PAGE_SIZE,
   PageFields,
   QueryBoolean,
+  Text,
   Timestamp,
 } from './common.js';
 import { CATEGORIES, DEVICE_CONDITIONS, DEVICE_STATUSES, PIN_TYPES, PRODUCT_TYPE_NAMES } from '../domain/device-types.js';
@@ -24,16 +25,7 @@ import {
   suggestAlternatives,
 } from '../domain/inventory.js';
 
-const text = (max: number, what: string) =>
-  z
-    .string()
-    .trim()
-    .min(1)
-    .max(max)
-    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
-    .describe(what);
-
-const SerialNumber = text(64, 'Serial number; unique within a company, usable wherever productId is');
+const SerialNumber = Text(64, 'Serial number; unique within a company, usable wherever productId is');
 const ProductType = z.enum(PRODUCT_TYPE_NAMES).describe(`Device type: ${PRODUCT_TYPE_NAMES.join(', ')}`);
 const Category = z.enum(CATEGORIES).describe(`Inventory category: ${CATEGORIES.join(', ')}`);
 const Status = z.enum(DEVICE_STATUSES).describe(`Device status: ${DEVICE_STATUSES.join(', ')}`);
@@ -41,7 +33,7 @@ const Condition = z.enum(DEVICE_CONDITIONS);
 
 const Specs = z
   .strictObject({
-    cpu: text(100, 'Processor').optional(),
+    cpu: Text(100, 'Processor').optional(),
     ramGb: z.number().int().min(0).max(8192).optional(),
     storageGb: z.number().int().min(0).max(1_048_576).optional(),
     screenInches: z.number().positive().max(200).optional(),
@@ -91,8 +83,8 @@ const Device = z.object({
 const NewDeviceFields = {
   serialNumber: SerialNumber,
   productType: ProductType,
-  manufacturer: text(100, 'Manufacturer, e.g. Lenovo'),
-  model: text(200, 'Model, e.g. ThinkPad X1 Carbon'),
+  manufacturer: Text(100, 'Manufacturer, e.g. Lenovo'),
+  model: Text(200, 'Model, e.g. ThinkPad X1 Carbon'),
   specs: Specs.default({}),
 };
 

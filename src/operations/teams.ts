@@ -1,15 +1,9 @@
 import { z } from 'zod';
 import { defineOperation } from './operation.js';
-import { CompanyIdField, envelopeOf, Id, listEnvelope, PageFields, Timestamp } from './common.js';
+import { CompanyIdField, envelopeOf, Id, Text, listEnvelope, PageFields, Timestamp } from './common.js';
 import { createTeam, getTeam, listTeams, renameTeam } from '../domain/teams.js';
 
-export const TeamName = z
-  .string()
-  .trim()
-  .min(1)
-  .max(100)
-  .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
-  .describe('Team name, unique within the company (case-insensitive)');
+export const TeamName = Text(100, 'Team name, unique within the company (case-insensitive)');
 
 const Team = z.object({
   id: z.string(),

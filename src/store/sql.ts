@@ -50,3 +50,12 @@ export function join(parts: readonly Sql[], separator: string): Sql {
 export function and(parts: readonly Sql[]): Sql {
   return parts.length === 0 ? raw('TRUE') : sql`(${join(parts, ' AND ')})`;
 }
+
+/** Case-insensitive substring match of `text` in any of `columns`; LIKE wildcards in `text` match literally. */
+export function containsText(text: string, columns: readonly Sql[]): Sql {
+  const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return sql`(${join(
+    columns.map((column) => sql`${column} ILIKE ${pattern}`),
+    ' OR ',
+  )})`;
+}
