@@ -1,7 +1,10 @@
 import { cpus, totalmem } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import autocannon from 'autocannon';
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
+import type autocannon from 'autocannon';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
@@ -61,9 +64,20 @@ export interface Measurement {
   errors: number;
 }
 
-/** Fixed-duration load from this process with autocannon; any non-2xx counts as an error. */
+const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+
+/**
+ * Fixed-duration load with autocannon in its own process, so the load generator does not
+ * share the server's event loop; any non-2xx counts as an error.
+ */
 export async function measure(url: string, headers: Record<string, string>, seconds = 5, connections = 10): Promise<Measurement> {
-  const result = await autocannon({ url, headers, connections, duration: seconds });
+  const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [AUTOCANNON, '--json', '-c', String(connections), '-d', String(seconds), ...headerArgs, url],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  const result = JSON.parse(stdout) as autocannon.Result;
   return {
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,

@@ -60,7 +60,7 @@ console.log(
     ['store', 'employees', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'],
     rows,
     [
-      `autocannon, 10 connections, ${SECONDS} s per row, limit=${PAGE}, admin key (both companies), server and load generator in one process on loopback.`,
+      `autocannon, 10 connections, ${SECONDS} s per row, limit=${PAGE}, admin key (both companies); autocannon in a separate process on loopback.`,
       'Every response also carries totalCount, a count over the same filter, which costs the same on every page.',
     ],
   ),

@@ -171,6 +171,14 @@ CREATE TABLE outbox (
 CREATE INDEX outbox_queued_idx ON outbox (created_at) WHERE status = 'queued';
 `,
   },
+  {
+    // Company-led keys: lists filter by company and page by id, and counts can stay in the index.
+    id: '0002_company_list_indexes',
+    up: `
+CREATE INDEX employees_company_id_idx ON employees (company_id, id);
+CREATE INDEX devices_company_id_idx ON devices (company_id, id);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;
