@@ -57,3 +57,22 @@ export function deviceScope(p: Principal, companyIds: readonly string[], alias =
 export function companyScope(companyIds: readonly string[], alias: string): Sql {
   return sql`${raw(alias)}.company_id = ANY(${[...companyIds]}::text[])`;
 }
+
+/**
+ * Orders follow the employee they concern; an order with no employee (purchase into inventory)
+ * is visible to a manager when its destination country is one of their regions.
+ */
+export function orderScope(p: Principal, companyIds: readonly string[], alias = 'o'): Sql {
+  const a = raw(alias);
+  const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
+  switch (p.role) {
+    case 'admin':
+      return company;
+    case 'manager':
+      return sql`(${company} AND (
+        ${a}.employee_id IN (SELECT e.id FROM employees e WHERE ${employeeScope(p, companyIds, 'e')})
+        OR (${a}.employee_id IS NULL AND ${a}.country = ANY(${p.regions}::text[]))))`;
+    case 'employee':
+      return sql`(${company} AND ${a}.employee_id = ${p.employeeId})`;
+  }
+}

@@ -4,10 +4,16 @@ import { teamOperations } from './teams.js';
 import { employeeOperations } from './employees.js';
 import { inventoryOperations } from './inventory.js';
 import { companyOperations } from './company.js';
+import { orderWriteOperations } from './orders.js';
+import { orderReadOperations } from './order-reads.js';
+import { orderTrackingOperations } from './order-tracking.js';
 
 /** The operation table: every REST route, MCP tool and CLI command is derived from this list. */
 export const OPERATIONS: readonly AnyOperation[] = [
   ...identityOperations,
+  ...orderReadOperations,
+  ...orderWriteOperations,
+  ...orderTrackingOperations,
   ...employeeOperations,
   ...teamOperations,
   ...inventoryOperations,

@@ -179,6 +179,72 @@ CREATE INDEX employees_company_id_idx ON employees (company_id, id);
 CREATE INDEX devices_company_id_idx ON devices (company_id, id);
 `,
   },
+  {
+    id: '0003_orders',
+    up: `
+CREATE TABLE orders (
+  id text PRIMARY KEY,
+  company_id text NOT NULL REFERENCES companies (id),
+  order_type text NOT NULL,
+  status text NOT NULL,
+  employee_id text REFERENCES employees (id),
+  parent_id text REFERENCES orders (id),
+  country text,
+  dispositions jsonb,
+  legal_hold jsonb,
+  pickup_window jsonb,
+  items jsonb,
+  created_by text REFERENCES users (id),
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  closed_at timestamptz
+);
+CREATE INDEX orders_company_id_idx ON orders (company_id, id);
+CREATE INDEX orders_employee_idx ON orders (employee_id, id);
+CREATE INDEX orders_parent_idx ON orders (parent_id);
+CREATE INDEX orders_status_idx ON orders (company_id, lower(status), id);
+
+CREATE TABLE order_devices (
+  order_id text NOT NULL REFERENCES orders (id),
+  device_id text NOT NULL REFERENCES devices (id),
+  role text NOT NULL,
+  status text NOT NULL,
+  PRIMARY KEY (order_id, device_id)
+);
+CREATE INDEX order_devices_device_idx ON order_devices (device_id);
+
+CREATE TABLE device_holds (
+  device_id text PRIMARY KEY REFERENCES devices (id),
+  order_id text NOT NULL REFERENCES orders (id)
+);
+
+CREATE TABLE order_events (
+  id text PRIMARY KEY,
+  order_id text NOT NULL REFERENCES orders (id),
+  type text NOT NULL,
+  status_from text,
+  status_to text,
+  device_id text REFERENCES devices (id),
+  reason text,
+  note text,
+  source text NOT NULL,
+  occurred_at timestamptz NOT NULL,
+  recorded_at timestamptz NOT NULL DEFAULT now(),
+  data jsonb NOT NULL DEFAULT '{}'
+);
+CREATE INDEX order_events_order_idx ON order_events (order_id, occurred_at, id);
+
+CREATE TABLE shipments (
+  id text PRIMARY KEY,
+  order_id text NOT NULL REFERENCES orders (id),
+  carrier text NOT NULL,
+  tracking_number text NOT NULL,
+  direction text NOT NULL,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX shipments_order_idx ON shipments (order_id);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -1,0 +1,74 @@
+/**
+ * The order model: types, states and their transitions, device roles, dispositions,
+ * SLA targets and delay reasons. Every rule about orders that is not SQL lives here.
+ */
+
+export const ORDER_TYPES = ['Deployment', 'Offboarding', 'Collection', 'Maintenance', 'Swap from Inventory'] as const;
+export const PURCHASE_TYPES = ['Purchase for Employee', 'Purchase for Inventory'] as const;
+/** Sub-orders created by the service itself (a replacement charger for a device on an order). */
+export const SUB_ORDER_TYPES = ['Accessory'] as const;
+export type OrderType = (typeof ORDER_TYPES)[number];
+export type PurchaseType = (typeof PURCHASE_TYPES)[number];
+export type AnyOrderType = OrderType | PurchaseType | (typeof SUB_ORDER_TYPES)[number];
+export const ALL_ORDER_TYPES: readonly AnyOrderType[] = [...ORDER_TYPES, ...PURCHASE_TYPES, ...SUB_ORDER_TYPES];
+
+/** Every order state. Status filters compare case-insensitively (`shipped` finds `Shipped`). */
+export const ORDER_STATES = ['Pending', 'In Progress', 'On Hold', 'Shipped', 'Delivered', 'Completed', 'Cancelled'] as const;
+export type OrderState = (typeof ORDER_STATES)[number];
+
+/** Allowed transitions; Completed and Cancelled are final. */
+export const TRANSITIONS: Record<OrderState, readonly OrderState[]> = {
+  Pending: ['In Progress', 'On Hold', 'Cancelled'],
+  'In Progress': ['Shipped', 'On Hold', 'Completed', 'Cancelled'],
+  'On Hold': ['Pending', 'In Progress', 'Cancelled'],
+  Shipped: ['Delivered', 'On Hold'],
+  Delivered: ['Completed'],
+  Completed: [],
+  Cancelled: [],
+};
+
+export const FINAL_STATES: readonly OrderState[] = ['Completed', 'Cancelled'];
+
+export function canTransition(from: OrderState, to: OrderState): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+/**
+ * What an order does with each device: `deliver` sends an available device to the employee,
+ * `return` brings an assigned device back, `service` sends it to repair and back.
+ */
+export const DEVICE_ROLES = ['deliver', 'return', 'service'] as const;
+export type DeviceRole = (typeof DEVICE_ROLES)[number];
+
+/** What happens to a returned device (Offboarding, Collection, the returned side of a Swap). */
+export const DISPOSITION_ACTIONS = ['return_to_stock', 'wipe_and_redeploy', 'recycle', 'keep'] as const;
+export type DispositionAction = (typeof DISPOSITION_ACTIONS)[number];
+/** A legal hold preserves the device's data: it blocks these dispositions. */
+export const BLOCKED_BY_LEGAL_HOLD: readonly DispositionAction[] = ['wipe_and_redeploy', 'recycle'];
+
+/** Reasons a delay is recorded with; the SLA answer lists the open ones. */
+export const DELAY_REASONS = ['awaiting_pickup', 'customs', 'stock_shortage', 'address_problem', 'carrier_delay', 'device_not_returned'] as const;
+export type DelayReason = (typeof DELAY_REASONS)[number];
+
+/** SLA target in calendar days per order type, before the country adjustment. */
+export const SLA_BASE_DAYS: Record<AnyOrderType, number> = {
+  Deployment: 5,
+  Offboarding: 10,
+  Collection: 7,
+  Maintenance: 10,
+  'Swap from Inventory': 7,
+  'Purchase for Employee': 10,
+  'Purchase for Inventory': 14,
+  Accessory: 5,
+};
+
+/** Countries served from our own warehouses add no days; every other country adds SLA_OTHER_COUNTRY_DAYS. */
+export const SLA_DOMESTIC_COUNTRIES = ['US', 'DE', 'GB', 'FR', 'ES', 'SE', 'NL'];
+export const SLA_OTHER_COUNTRY_DAYS = 3;
+/** Share of the target after which an open order is at risk. */
+export const SLA_AT_RISK_SHARE = 0.75;
+
+export function slaTargetDays(type: AnyOrderType, country: string | null): number {
+  const extra = country && SLA_DOMESTIC_COUNTRIES.includes(country) ? 0 : SLA_OTHER_COUNTRY_DAYS;
+  return SLA_BASE_DAYS[type] + extra;
+}

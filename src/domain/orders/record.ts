@@ -1,0 +1,76 @@
+import type { Principal } from '../../access/principal.js';
+import { orderScope } from '../../access/scope.js';
+import type { Queryable } from '../../store/db.js';
+import { sql } from '../../store/sql.js';
+import { notFound } from '../../errors.js';
+import type { AnyOrderType, DeviceRole, OrderState } from './model.js';
+
+export interface OrderRecord {
+  id: string;
+  companyId: string;
+  orderType: AnyOrderType;
+  status: OrderState;
+  employeeId: string | null;
+  employee: { id: string; displayName: string; email: string } | null;
+  productIds: string[];
+  country: string | null;
+  parentId: string | null;
+  parent: { id: string; orderType: AnyOrderType; status: OrderState } | null;
+  subOrders: Array<{ id: string; orderType: AnyOrderType; status: OrderState; productIds: string[]; createdAt: string }>;
+  deviceRequests: Array<{ productId: string; serialNumber: string; productType: string; role: DeviceRole; status: string }>;
+  dispositions: unknown;
+  legalHold: unknown;
+  pickupWindow: unknown;
+  items: unknown;
+  shipments: Array<{ id: string; carrier: string; trackingNumber: string; direction: string; createdAt: string }>;
+  createdAt: string;
+  updatedAt: string;
+  closedAt: string | null;
+}
+
+type OrderRow = Omit<OrderRecord, 'employee' | 'parent' | 'subOrders' | 'deviceRequests' | 'shipments' | 'productIds'> & {
+  employeeName: string | null;
+  employeeEmail: string | null;
+};
+
+/** Products of an order, in a stable order; `o` is the orders alias. */
+export const ORDER_PRODUCT_IDS = sql`ARRAY(SELECT od.device_id FROM order_devices od WHERE od.order_id = o.id ORDER BY od.device_id)`;
+
+/**
+ * One order as get_order returns it: the order with its parent, sub-orders, device requests and
+ * shipments. Scoped like every read: an order the caller cannot see is a 404.
+ */
+export async function loadOrder(db: Queryable, p: Principal, id: string): Promise<OrderRecord> {
+  const [row] = await db.query<OrderRow>(sql`
+    SELECT o.id, o.company_id AS "companyId", o.order_type AS "orderType", o.status, o.employee_id AS "employeeId",
+      e.display_name AS "employeeName", e.email AS "employeeEmail", o.country, o.parent_id AS "parentId",
+      o.dispositions, o.legal_hold AS "legalHold", o.pickup_window AS "pickupWindow", o.items,
+      o.created_at AS "createdAt", o.updated_at AS "updatedAt", o.closed_at AS "closedAt"
+    FROM orders o LEFT JOIN employees e ON e.id = o.employee_id
+    WHERE o.id = ${id} AND ${orderScope(p, p.companyIds)}`);
+  if (!row) throw notFound('Order', id);
+  const [devices, subOrders, shipments, parents] = await Promise.all([
+    db.query<OrderRecord['deviceRequests'][number]>(sql`
+      SELECT d.id AS "productId", d.serial_number AS "serialNumber", d.product_type AS "productType", od.role, od.status
+      FROM order_devices od JOIN devices d ON d.id = od.device_id WHERE od.order_id = ${id} ORDER BY d.id`),
+    db.query<OrderRecord['subOrders'][number]>(sql`
+      SELECT o.id, o.order_type AS "orderType", o.status, ${ORDER_PRODUCT_IDS} AS "productIds", o.created_at AS "createdAt"
+      FROM orders o WHERE o.parent_id = ${id} ORDER BY o.id`),
+    db.query<OrderRecord['shipments'][number]>(sql`
+      SELECT id, carrier, tracking_number AS "trackingNumber", direction, created_at AS "createdAt"
+      FROM shipments WHERE order_id = ${id} ORDER BY created_at, id`),
+    row.parentId
+      ? db.query<NonNullable<OrderRecord['parent']>>(sql`SELECT id, order_type AS "orderType", status FROM orders WHERE id = ${row.parentId}`)
+      : Promise.resolve([]),
+  ]);
+  const { employeeName, employeeEmail, ...order } = row;
+  return {
+    ...order,
+    employee: order.employeeId ? { id: order.employeeId, displayName: employeeName ?? '', email: employeeEmail ?? '' } : null,
+    productIds: devices.map((d) => d.productId),
+    parent: parents[0] ?? null,
+    subOrders,
+    deviceRequests: devices,
+    shipments,
+  };
+}

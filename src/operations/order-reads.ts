@@ -1,0 +1,4 @@
+import type { AnyOperation } from './operation.js';
+
+// Being written.
+export const orderReadOperations: AnyOperation[] = [];

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { ALL_ORDER_TYPES, DEVICE_ROLES, ORDER_STATES } from '../domain/orders/model.js';
+import { Timestamp } from './common.js';
+
+const OrderTypeName = z.enum(ALL_ORDER_TYPES as [string, ...string[]]);
+const State = z.enum(ORDER_STATES);
+
+/** The order as every order operation returns it (get_order, create_order, …). */
+export const OrderSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  orderType: OrderTypeName,
+  status: State,
+  employeeId: z.string().nullable(),
+  employee: z.object({ id: z.string(), displayName: z.string(), email: z.string() }).nullable(),
+  productIds: z.array(z.string()),
+  country: z.string().nullable(),
+  parentId: z.string().nullable(),
+  parent: z.object({ id: z.string(), orderType: OrderTypeName, status: State }).nullable(),
+  subOrders: z.array(
+    z.object({ id: z.string(), orderType: OrderTypeName, status: State, productIds: z.array(z.string()), createdAt: Timestamp }),
+  ),
+  deviceRequests: z.array(
+    z.object({
+      productId: z.string(),
+      serialNumber: z.string(),
+      productType: z.string(),
+      role: z.enum(DEVICE_ROLES),
+      status: z.string(),
+    }),
+  ),
+  dispositions: z.unknown(),
+  legalHold: z.unknown(),
+  pickupWindow: z.unknown(),
+  items: z.unknown(),
+  shipments: z.array(
+    z.object({ id: z.string(), carrier: z.string(), trackingNumber: z.string(), direction: z.string(), createdAt: Timestamp }),
+  ),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  closedAt: Timestamp.nullable(),
+});
