@@ -22,6 +22,10 @@ export const ConfigSchema = z.object({
   /** Expected `aud` of those ID tokens (the client id registered at the issuer). */
   oidcAudience: z.string().min(1).optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Courier tracking API that get_tracking merges live events from; unset = stored events only. */
+  courierApiUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** Per-call courier timeout: past it, tracking answers with the stored events alone. */
+  courierTimeoutMs: z.coerce.number().int().min(100).max(30_000).default(2000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -40,6 +44,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   oidcIssuer: 'OIDC_ISSUER',
   oidcAudience: 'OIDC_AUDIENCE',
   logLevel: 'LOG_LEVEL',
+  courierApiUrl: 'COURIER_API_URL',
+  courierTimeoutMs: 'COURIER_TIMEOUT_MS',
 };
 
 export class ConfigError extends Error {}

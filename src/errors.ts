@@ -47,7 +47,9 @@ export function validationError(error: z.ZodError, where = 'request'): AppError 
       }
       continue;
     }
-    details.push({ field: issue.path.join('.') || '(body)', rule: issue.code, message: issue.message });
+    // A refinement names its rule in params.rule (`unique`, `allowed_for_type`); zod calls them all `custom`.
+    const rule = issue.code === 'custom' && typeof issue.params?.rule === 'string' ? issue.params.rule : issue.code;
+    details.push({ field: issue.path.join('.') || '(body)', rule, message: issue.message });
   }
   const summary = details.map((d) => `${d.field}: ${d.message}`).join('; ');
   return badRequest('validation_failed', `Invalid ${where}: ${summary}`, details);

@@ -60,8 +60,13 @@ function demoKeysFile(config: Config): string | undefined {
 }
 
 async function seedDemoInto(core: Core) {
-  const { seedDemo } = await import('./domain/demo.js');
+  const [{ seedDemo }, { seedDemoOrders }] = await Promise.all([
+    import('./domain/demo.js'),
+    import('./domain/orders/demo-orders.js'),
+  ]);
   const demo = await seedDemo(core.db);
+  // Orders in several states, with history and tracking, so every order operation shows real data.
+  await seedDemoOrders(core, demo);
   const summary = {
     apiKeys: demo.apiKeys,
     users: demo.emails,
@@ -219,12 +224,52 @@ export function buildProgram(): Command {
     },
   );
 
+  // The logistics side at the host: the operator reaches every company's orders (see operatorActor).
+  const orders = program.command('orders').description('post fulfilment and courier events on orders, as the logistics side');
+  const EVENT_FIELDS = ['status', 'reason', 'note', 'carrier', 'trackingNumber', 'direction', 'productId', 'occurredAt'] as const;
+  type EventFlags = StoreFlags & Partial<Record<(typeof EVENT_FIELDS)[number], string>>;
+  const postEvent = async (orderId: string, type: string, flags: EventFlags) => {
+    const [{ OrderEventBody }, { operatorActor, recordOrderEvent }] = await Promise.all([
+      import('./operations/order-reads.js'),
+      import('./domain/orders/events.js'),
+    ]);
+    const given = EVENT_FIELDS.filter((field) => flags[field] !== undefined).map((field) => [field, flags[field]]);
+    const { id, ...event } = OrderEventBody.parse({ ...Object.fromEntries(given), type, id: orderId });
+    await withCore(flags, async (core) => {
+      const recorded = await recordOrderEvent(core, await operatorActor(core.db), id, event);
+      output(flags, recorded, `Order ${id}: recorded ${recorded.event.type}; status ${recorded.status}`);
+    });
+  };
+  const eventOptions = (command: Command) =>
+    storeOptions(command.argument('<orderId>').option('--note <text>').option('--occurred-at <iso>', 'when it happened (default now)'));
+  eventOptions(
+    orders.command('advance').description('move an order to another status (see the transitions in the API docs)').requiredOption('--status <status>', 'the new status, any case'),
+  ).action((orderId: string, flags: EventFlags) => postEvent(orderId, 'status', flags));
+  eventOptions(
+    orders
+      .command('event')
+      .description('post any order event (the body of POST /v4/orders/:id/events, as flags)')
+      .requiredOption('--type <type>', 'status, delay, delay_resolved, shipment or device')
+      .option('--status <status>', 'status: the new order status; device: the device status')
+      .option('--reason <reason>', 'delay and delay_resolved: the delay reason')
+      .option('--carrier <name>', 'shipment: the carrier')
+      .option('--tracking-number <number>', 'shipment: the tracking number')
+      .option('--direction <direction>', 'shipment: outbound or return')
+      .option('--product-id <id>', 'device: the device on the order'),
+  ).action((orderId: string, flags: EventFlags & { type: string }) => postEvent(orderId, flags.type, flags));
+
   return program;
 }
 
 /** Exit codes: 0 ok, 1 failure, 2 usage error. */
 async function main(argv: string[]): Promise<void> {
-  const program = buildProgram().exitOverride();
+  const program = buildProgram();
+  // Usage errors of any subcommand must reach the catch below to exit 2.
+  const override = (command: Command): void => {
+    command.exitOverride();
+    command.commands.forEach(override);
+  };
+  override(program);
   try {
     await program.parseAsync(argv);
   } catch (caught) {

@@ -32,10 +32,19 @@ const ERROR_ENVELOPE: JsonSchema = {
   },
 };
 
+/** A body discriminated on a field (`type`) is a union of objects: each branch, path parameters removed. */
+function withoutParams(schema: JsonSchema, names: string[]): JsonSchema {
+  const branches = schema.oneOf ?? schema.anyOf;
+  if (Array.isArray(branches)) return { oneOf: (branches as JsonSchema[]).map((b) => withoutParams(b, names)) };
+  const properties = Object.fromEntries(Object.entries(schema.properties ?? {}).filter(([name]) => !names.includes(name)));
+  return { ...schema, properties, required: (schema.required ?? []).filter((n) => !names.includes(n)) };
+}
+
 function operationObject(op: AnyOperation) {
   const input = jsonSchema(op.input, 'input');
   const inPath = pathParams(op.path);
-  const properties = input.properties ?? {};
+  const branches = (input.oneOf ?? input.anyOf ?? [input]) as JsonSchema[];
+  const properties = Object.assign({}, ...branches.map((b) => b.properties ?? {})) as Record<string, JsonSchema>;
   const required = new Set(input.required ?? []);
   const parameters = Object.entries(properties)
     .filter(([name]) => op.method === 'GET' || inPath.includes(name))
@@ -46,7 +55,6 @@ function operationObject(op: AnyOperation) {
       description: typeof schema.description === 'string' ? schema.description : undefined,
       schema,
     }));
-  const bodyProperties = Object.fromEntries(Object.entries(properties).filter(([name]) => !inPath.includes(name)));
   const errors = (codes: number[]) =>
     Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/Error${c}` }]));
   return {
@@ -63,9 +71,7 @@ function operationObject(op: AnyOperation) {
         : {
             required: true,
             content: {
-              'application/json': {
-                schema: { ...input, properties: bodyProperties, required: [...required].filter((n) => !inPath.includes(n)) },
-              },
+              'application/json': { schema: withoutParams(input, inPath) },
             },
           },
     responses: {

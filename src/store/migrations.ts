@@ -245,6 +245,14 @@ CREATE TABLE shipments (
 CREATE INDEX shipments_order_idx ON shipments (order_id);
 `,
   },
+  {
+    // list_orders pages on (sort column, id) within a company; newest first is the default.
+    id: '0004_order_list_indexes',
+    up: `
+CREATE INDEX orders_company_created_idx ON orders (company_id, created_at, id);
+CREATE INDEX orders_company_updated_idx ON orders (company_id, updated_at, id);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from './db.js';
-import { sql, type Sql } from './sql.js';
+import { raw, sql, type Sql } from './sql.js';
 import { badRequest } from '../errors.js';
 import type { PageInput } from '../operations/common.js';
 
@@ -18,12 +18,41 @@ export interface PageQuerySpec {
   where: Sql;
   /** Unique, indexed key the pages follow (time-ordered ids give creation order). */
   key: Sql;
+  /** Pages on (column, key) instead of key alone; `key` then breaks ties. */
+  order?: PageOrder | undefined;
   /** The caller's filters; a cursor is only valid with the filters it was issued for. */
   filters: Record<string, unknown>;
 }
 
+/**
+ * A sort on a NOT NULL column; the cursor carries the last row's value of `field`. Timestamps
+ * must be stored at millisecond precision, as their ISO text in the cursor is.
+ */
+export interface PageOrder {
+  column: Sql;
+  /** The row field that holds `column`'s value. */
+  field: string;
+  type: 'text' | 'timestamptz';
+  descending: boolean;
+}
+
+/** Exactly the ISO text the store returns for a timestamp. */
+function isIsoTimestamp(text: string): boolean {
+  const time = new Date(text);
+  return !Number.isNaN(time.getTime()) && time.toISOString() === text;
+}
+
+/** A cursor is client input: its sort value must be of the column's type before it reaches SQL. */
+function validSortValue(order: PageOrder | undefined, value: unknown): boolean {
+  if (!order) return true;
+  if (typeof value !== 'string') return false;
+  return order.type === 'text' ? !value.includes('\0') : isIsoTimestamp(value);
+}
+
 export interface CursorState {
   after: string;
+  /** The last row's sort value, with an `order`. */
+  value?: unknown;
   page: number;
   filters: string;
 }
@@ -39,10 +68,11 @@ export function encodeCursor(state: CursorState): string {
   return Buffer.from(JSON.stringify(state)).toString('base64url');
 }
 
-function decodeCursor(cursor: string, filters: string): CursorState {
+function decodeCursor(cursor: string, filters: string, order: PageOrder | undefined): CursorState {
   try {
     const state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorState>;
-    if (typeof state.after === 'string' && typeof state.page === 'number' && state.filters === filters) {
+    const valid = typeof state.after === 'string' && typeof state.page === 'number' && validSortValue(order, state.value);
+    if (valid && state.filters === filters) {
       return state as CursorState;
     }
   } catch {
@@ -53,9 +83,26 @@ function decodeCursor(cursor: string, filters: string): CursorState {
   ]);
 }
 
+/** The keyset predicate after the cursor's row: a row comparison when sorting on a column. */
+function afterCursor(spec: PageQuerySpec, state: CursorState): Sql {
+  if (!spec.order) return sql`${spec.key} > ${state.after}`;
+  const { column, type, descending } = spec.order;
+  const value = sql`CAST(${state.value} AS ${raw(type)})`;
+  return descending
+    ? sql`(${column}, ${spec.key}) < (${value}, ${state.after})`
+    : sql`(${column}, ${spec.key}) > (${value}, ${state.after})`;
+}
+
+function orderBy(spec: PageQuerySpec): Sql {
+  if (!spec.order) return spec.key;
+  const direction = raw(spec.order.descending ? 'DESC' : 'ASC');
+  return sql`${spec.order.column} ${direction}, ${spec.key} ${direction}`;
+}
+
 /**
- * Keyset pagination: with a cursor, a deep page costs what page 1 costs (an index seek on `key`).
- * `page` without a cursor is offset paging, kept for clients that jump to a page number.
+ * Keyset pagination: with a cursor, a deep page costs what page 1 costs (an index seek on `key`,
+ * or on (order column, key)). `page` without a cursor is offset paging, kept for clients that
+ * jump to a page number.
  */
 export async function paginate<R extends { id: string }>(db: Queryable, spec: PageQuerySpec, input: PageInput): Promise<Page<R>> {
   const filters = fingerprint(spec.filters);
@@ -64,19 +111,20 @@ export async function paginate<R extends { id: string }>(db: Queryable, spec: Pa
   let page = input.page ?? 1;
   let offset = (page - 1) * limit;
   if (input.cursor !== undefined) {
-    const state = decodeCursor(input.cursor, filters);
-    where = sql`${where} AND ${spec.key} > ${state.after}`;
+    const state = decodeCursor(input.cursor, filters, spec.order);
+    where = sql`${where} AND ${afterCursor(spec, state)}`;
     page = state.page + 1;
     offset = 0;
   }
   const [rows, counted] = await Promise.all([
     db.query<R>(sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${where}
-      ORDER BY ${spec.key} LIMIT ${limit + 1} OFFSET ${offset}`),
+      ORDER BY ${orderBy(spec)} LIMIT ${limit + 1} OFFSET ${offset}`),
     db.query<{ n: number }>(sql`SELECT count(*) AS n FROM ${spec.from} WHERE ${spec.where}`),
   ]);
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];
-  const nextCursor = hasMore && last ? encodeCursor({ after: last.id, page, filters }) : null;
+  const value = spec.order && last ? (last as Record<string, unknown>)[spec.order.field] : undefined;
+  const nextCursor = hasMore && last ? encodeCursor({ after: last.id, value, page, filters }) : null;
   return { rows: pageRows, page, pageSize: limit, totalCount: counted[0]?.n ?? 0, nextCursor };
 }

@@ -56,19 +56,6 @@ const SPEC_OPERATIONS: readonly ExpectedRow[] = [
   write('create_company_address', 'mcp:company:write', 'POST', '/v4/company/addresses'),
 ];
 
-/** The nine order operations are built by issue 2; until then they are absent from the table. */
-const ORDER_OPERATIONS_PENDING_ISSUE_2 = [
-  'list_orders',
-  'get_order',
-  'create_order',
-  'get_order_history',
-  'get_tracking',
-  'get_order_sla',
-  'validate_order_constraints',
-  'add_power_accessory',
-  'create_purchase_order',
-] as const;
-
 const specOrigin = OPERATIONS.filter((op) => op.origin === 'spec');
 const rowOf = (op: (typeof OPERATIONS)[number]): ExpectedRow => ({
   name: op.name,
@@ -83,17 +70,14 @@ describe('operation table', () => {
     expect(SPEC_OPERATIONS).toHaveLength(27);
     expect(SPEC_OPERATIONS.filter((r) => r.readOnly)).toHaveLength(18);
     expect(new Set(SPEC_OPERATIONS.map((r) => r.name)).size).toBe(27);
-    expect(ORDER_OPERATIONS_PENDING_ISSUE_2.every((name) => SPEC_OPERATIONS.some((r) => r.name === name))).toBe(true);
   });
 
   it.each(specOrigin.map((op) => [op.name, op] as const))('%s matches its spec row exactly', (name, op) => {
     expect(rowOf(op)).toEqual(SPEC_OPERATIONS.find((r) => r.name === name));
   });
 
-  it('holds every spec operation except those pending issue 2', () => {
-    const pending = new Set<string>(ORDER_OPERATIONS_PENDING_ISSUE_2);
-    const expected = SPEC_OPERATIONS.map((r) => r.name).filter((name) => !pending.has(name));
-    expect(specOrigin.map((op) => op.name).sort()).toEqual(expected.sort());
+  it('holds exactly the spec operations', () => {
+    expect(specOrigin.map((op) => op.name).sort()).toEqual(SPEC_OPERATIONS.map((r) => r.name).sort());
   });
 
   it('has unique names and unique routes', () => {

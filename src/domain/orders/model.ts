@@ -72,3 +72,14 @@ export function slaTargetDays(type: AnyOrderType, country: string | null): numbe
   const extra = country && SLA_DOMESTIC_COUNTRIES.includes(country) ? 0 : SLA_OTHER_COUNTRY_DAYS;
   return SLA_BASE_DAYS[type] + extra;
 }
+
+/**
+ * Progress of one device on an order (order_devices.status): `requested` at creation, then what
+ * the logistics side reports for that device.
+ */
+export const DEVICE_REQUEST_STATUSES = ['requested', 'picked_up', 'in_transit', 'delivered', 'received', 'wiped', 'repaired', 'recycled', 'lost'] as const;
+export type DeviceRequestStatus = (typeof DEVICE_REQUEST_STATUSES)[number];
+
+/** A shipment takes devices to the employee (`outbound`) or brings them back (`return`). */
+export const SHIPMENT_DIRECTIONS = ['outbound', 'return'] as const;
+export type ShipmentDirection = (typeof SHIPMENT_DIRECTIONS)[number];

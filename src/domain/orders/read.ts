@@ -1,0 +1,141 @@
+import type { Principal } from '../../access/principal.js';
+import { readCompanies } from '../../access/principal.js';
+import { orderScope } from '../../access/scope.js';
+import type { Queryable } from '../../store/db.js';
+import { paginate, type PageOrder } from '../../store/paging.js';
+import { and, containsText, sql, type Sql } from '../../store/sql.js';
+import { notFound } from '../../errors.js';
+import type { PageInput } from '../../operations/common.js';
+import type { AnyOrderType, DeviceRole, OrderState, ShipmentDirection } from './model.js';
+import { ORDER_PRODUCT_IDS } from './record.js';
+
+/** One row of list_orders: the order without its hierarchy (get_order has that). */
+export interface OrderSummary {
+  id: string;
+  companyId: string;
+  orderType: AnyOrderType;
+  status: OrderState;
+  employeeId: string | null;
+  employeeName: string | null;
+  productIds: string[];
+  country: string | null;
+  parentId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const SUMMARY_COLUMNS = sql`o.id, o.company_id AS "companyId", o.order_type AS "orderType", o.status,
+  o.employee_id AS "employeeId", e.display_name AS "employeeName", ${ORDER_PRODUCT_IDS} AS "productIds",
+  o.country, o.parent_id AS "parentId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
+
+const SUMMARY_FROM = sql`orders o LEFT JOIN employees e ON e.id = o.employee_id`;
+
+/** The sort allowlist: each field's column; `-field` sorts descending. */
+const SORT_COLUMNS = {
+  createdAt: { column: sql`o.created_at`, type: 'timestamptz' },
+  updatedAt: { column: sql`o.updated_at`, type: 'timestamptz' },
+  status: { column: sql`o.status`, type: 'text' },
+  orderType: { column: sql`o.order_type`, type: 'text' },
+} as const satisfies Record<string, Omit<PageOrder, 'field' | 'descending'>>;
+
+export type OrderSortField = keyof typeof SORT_COLUMNS;
+export const ORDER_SORT_FIELDS = Object.keys(SORT_COLUMNS) as OrderSortField[];
+export const DEFAULT_ORDER_SORT = '-createdAt';
+
+export interface OrderSort {
+  field: OrderSortField;
+  descending: boolean;
+}
+
+export interface OrderFilters {
+  companyId?: string | undefined;
+  status?: OrderState | undefined;
+  orderType?: AnyOrderType | undefined;
+  query?: string | undefined;
+  employeeId?: string | undefined;
+  topLevel: boolean;
+  sort: OrderSort;
+}
+
+/** Free text: the employee's name or email, the order id, or the serial number of a device on the order. */
+function matchesText(text: string): Sql {
+  const bySerial = sql`EXISTS (SELECT 1 FROM order_devices od JOIN devices d ON d.id = od.device_id
+    WHERE od.order_id = o.id AND ${containsText(text, [sql`d.serial_number`])})`;
+  return sql`(${containsText(text, [sql`e.display_name`, sql`e.email`, sql`o.id`])} OR ${bySerial})`;
+}
+
+export async function listOrders(db: Queryable, p: Principal, input: PageInput & OrderFilters) {
+  const { companyId, status, orderType, query, employeeId, topLevel, sort } = input;
+  const filters = [orderScope(p, readCompanies(p, companyId))];
+  if (status) filters.push(sql`o.status = ${status}`);
+  if (orderType) filters.push(sql`o.order_type = ${orderType}`);
+  if (query) filters.push(matchesText(query));
+  if (employeeId) filters.push(sql`o.employee_id = ${employeeId}`);
+  if (topLevel) filters.push(sql`o.parent_id IS NULL`);
+  return paginate<OrderSummary>(db, {
+    columns: SUMMARY_COLUMNS,
+    from: SUMMARY_FROM,
+    where: and(filters),
+    key: sql`o.id`,
+    order: { ...SORT_COLUMNS[sort.field], field: sort.field, descending: sort.descending },
+    filters: { companyId, status, orderType, query, employeeId, topLevel, sort: `${sort.descending ? '-' : ''}${sort.field}` },
+  }, input);
+}
+
+export interface HistoryEvent {
+  id: string;
+  type: string;
+  statusFrom: OrderState | null;
+  statusTo: OrderState | null;
+  productId: string | null;
+  reason: string | null;
+  note: string | null;
+  source: string;
+  occurredAt: string;
+  data: Record<string, unknown>;
+}
+
+export const EVENT_COLUMNS = sql`ev.id, ev.type, ev.status_from AS "statusFrom", ev.status_to AS "statusTo",
+  ev.device_id AS "productId", ev.reason, ev.note, ev.source, ev.occurred_at AS "occurredAt", ev.data`;
+
+/** Log order: when it happened, then when it was recorded (events posted late keep their real time). */
+export const EVENT_ORDER = sql`ev.occurred_at, ev.recorded_at, ev.id`;
+
+export interface OrderHistory {
+  orderId: string;
+  events: HistoryEvent[];
+  timeline: Array<{ productId: string; serialNumber: string; role: DeviceRole; events: HistoryEvent[] }>;
+}
+
+/** Shipments going out carry what is delivered or serviced; those coming back, what is returned or serviced. */
+const SHIPPED_ROLES: Record<ShipmentDirection, readonly DeviceRole[]> = {
+  outbound: ['deliver', 'service'],
+  return: ['return', 'service'],
+};
+
+/** Whether an event belongs on a device's timeline: order-wide status changes, its shipments, its own events. */
+function concerns(event: HistoryEvent, device: { productId: string; role: DeviceRole }): boolean {
+  if (event.productId !== null) return event.productId === device.productId;
+  if (event.type === 'shipment') {
+    const direction = event.data['direction'] as ShipmentDirection | undefined;
+    return direction === undefined || SHIPPED_ROLES[direction].includes(device.role);
+  }
+  return event.statusTo !== null;
+}
+
+/** The event log of one visible order, and for each of its devices the part of the log that concerns it. */
+export async function getOrderHistory(db: Queryable, p: Principal, id: string): Promise<OrderHistory> {
+  const [order] = await db.query<{ id: string }>(sql`SELECT o.id FROM orders o WHERE o.id = ${id} AND ${orderScope(p, p.companyIds)}`);
+  if (!order) throw notFound('Order', id);
+  const [events, devices] = await Promise.all([
+    db.query<HistoryEvent>(sql`SELECT ${EVENT_COLUMNS} FROM order_events ev WHERE ev.order_id = ${id} ORDER BY ${EVENT_ORDER}`),
+    db.query<{ productId: string; serialNumber: string; role: DeviceRole }>(sql`
+      SELECT d.id AS "productId", d.serial_number AS "serialNumber", od.role
+      FROM order_devices od JOIN devices d ON d.id = od.device_id WHERE od.order_id = ${id} ORDER BY d.id`),
+  ]);
+  return {
+    orderId: id,
+    events,
+    timeline: devices.map((device) => ({ ...device, events: events.filter((event) => concerns(event, device)) })),
+  };
+}
