@@ -251,6 +251,9 @@ CREATE INDEX shipments_order_idx ON shipments (order_id);
     up: `
 CREATE INDEX orders_company_created_idx ON orders (company_id, created_at, id);
 CREATE INDEX orders_company_updated_idx ON orders (company_id, updated_at, id);
+-- Callers spanning several companies (admins) page in time order across them.
+CREATE INDEX orders_created_idx ON orders (created_at, id);
+CREATE INDEX orders_updated_idx ON orders (updated_at, id);
 `,
   },
 ];
