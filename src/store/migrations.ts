@@ -256,6 +256,38 @@ CREATE INDEX orders_created_idx ON orders (created_at, id);
 CREATE INDEX orders_updated_idx ON orders (updated_at, id);
 `,
   },
+  {
+    // v2 keys registered in the gateway; only a hash of the key is kept. The bridge v4 key is sealed
+    // under the secret key because the gateway must send it on every translated call.
+    id: '0005_legacy_keys',
+    up: `
+CREATE TABLE legacy_keys (
+  id text PRIMARY KEY,
+  company_id text NOT NULL REFERENCES companies (id),
+  name text NOT NULL,
+  key_hash text NOT NULL UNIQUE,
+  key_hint text NOT NULL,
+  scopes text[] NOT NULL,
+  bridge_user_id text NOT NULL REFERENCES users (id),
+  bridge_key_id text REFERENCES api_keys (id),
+  bridge_key_ciphertext text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  disabled_at timestamptz,
+  last_used_at timestamptz,
+  CHECK ((bridge_key_id IS NULL) = (bridge_key_ciphertext IS NULL))
+);
+CREATE INDEX legacy_keys_company_idx ON legacy_keys (company_id, created_at, id);
+
+CREATE TABLE legacy_key_usage (
+  legacy_key_id text NOT NULL REFERENCES legacy_keys (id) ON DELETE CASCADE,
+  day date NOT NULL,
+  endpoint text NOT NULL,
+  scope text NOT NULL,
+  calls integer NOT NULL DEFAULT 0,
+  PRIMARY KEY (legacy_key_id, day, endpoint)
+);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

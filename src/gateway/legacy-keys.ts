@@ -1,0 +1,342 @@
+import { randomBytes } from 'node:crypto';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { API_KEY_PREFIX, hashSecret, secretMatches } from '../access/api-keys.js';
+import type { Capability } from '../access/capabilities.js';
+import type { Core } from '../core.js';
+import { createUser, mintKeyForUser } from '../domain/admin.js';
+import { decryptSecret, encryptSecret } from '../domain/pin-crypto.js';
+import { pgErrorCode, UNIQUE_VIOLATION, type Queryable } from '../store/db.js';
+import { newId } from '../store/ids.js';
+import { and, sql, type Sql } from '../store/sql.js';
+import { AppError, badRequest, conflict, notFound, validationError } from '../errors.js';
+import { capabilitiesForScopes, scopeEntryFor, type Mappings } from './mappings.js';
+
+/*
+ * Legacy v2 keys, registered in the gateway. Each is bound to a company and holds v2 scopes;
+ * registering one provisions a non-personal bridge user and a v4 key with exactly the translated
+ * capabilities (the spec's reissue steps), so every v2 call is checked by the core like a v4 call.
+ */
+
+/** Prefix of the keys we generate; imported keys keep whatever shape v2 gave them. */
+export const LEGACY_KEY_PREFIX = 'lk_live_';
+
+const RawLegacyKey = z
+  .string()
+  .regex(/^[\x21-\x7e]{8,200}$/, 'must be 8 to 200 printable ASCII characters without spaces')
+  .refine((key) => !key.startsWith(API_KEY_PREFIX), {
+    message: `a v4 key (${API_KEY_PREFIX}…) cannot be registered as a legacy key`,
+    params: { rule: 'not_v4_key' },
+  });
+
+// 180 leaves room for the bridge user's "v2 bridge: " prefix within a display name's 200.
+const KeyName = z.string().trim().min(1).max(180);
+const V2Scopes = z.array(z.string().trim().min(1)).min(1, 'a legacy key holds at least one v2 scope');
+
+export const NewLegacyKeySchema = z.strictObject({
+  companyId: z.string().min(1),
+  name: KeyName,
+  scopes: V2Scopes,
+  rawKey: RawLegacyKey.optional(),
+});
+export type NewLegacyKey = z.input<typeof NewLegacyKeySchema>;
+
+export interface LegacyKeySummary {
+  id: string;
+  companyId: string;
+  name: string;
+  /** Enough of the key to recognise it, never enough to use it. */
+  keyHint: string;
+  scopes: string[];
+  bridgeUserId: string;
+  bridgeKeyId: string | null;
+  /** What the bridge key may do in v4 (empty when no scope has a successor). */
+  capabilities: Capability[];
+  createdAt: string;
+  disabledAt: string | null;
+  lastUsedAt: string | null;
+}
+
+export interface CreatedLegacyKey extends LegacyKeySummary {
+  /** Only for generated keys, shown once; an imported key is already known to its owner. */
+  rawKey?: string;
+}
+
+export function generateLegacyKey(): string {
+  return `${LEGACY_KEY_PREFIX}${randomBytes(30).toString('base64url')}`;
+}
+
+/** At most a quarter of the key and never more than 12 characters, so short imported keys stay secret. */
+function keyHint(rawKey: string): string {
+  return `${rawKey.slice(0, Math.min(12, Math.floor(rawKey.length / 4)))}…`;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+function closest(candidates: readonly string[], target: string): string | undefined {
+  let best: { value: string; distance: number } | undefined;
+  for (const value of candidates) {
+    const distance = editDistance(value, target);
+    if (!best || distance < best.distance) best = { value, distance };
+  }
+  return best?.value;
+}
+
+/** Known scopes are those of the maps, with or without a v4 successor (wildcards such as api.organization.* included). */
+function checkScopes(mappings: Mappings, scopes: readonly string[]): void {
+  const names = mappings.scopes.map((entry) => entry.name);
+  const details = scopes
+    .filter((scope) => !scopeEntryFor(mappings.scopes, scope))
+    .map((scope) => {
+      const suggestion = closest(names, scope);
+      return {
+        field: 'scopes',
+        rule: 'known_scope',
+        message: `unknown v2 scope ${scope}${suggestion ? ` (did you mean ${suggestion}?)` : ''}`,
+      };
+    });
+  if (details.length > 0) throw badRequest('unknown_scope', details.map((d) => d.message).join('; '), details);
+}
+
+function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw validationError(parsed.error, where);
+  return parsed.data;
+}
+
+/** A domain must not contain `_`, which our ids do; the local part keeps the legacy key id intact. */
+function bridgeEmail(legacyKeyId: string, companyId: string): string {
+  return `v2-bridge+${legacyKeyId}@${companyId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}.invalid`;
+}
+
+interface LegacyKeyRow {
+  id: string;
+  company_id: string;
+  name: string;
+  key_hint: string;
+  scopes: string[];
+  bridge_user_id: string;
+  bridge_key_id: string | null;
+  capabilities: Capability[];
+  created_at: string;
+  disabled_at: string | null;
+  last_used_at: string | null;
+}
+
+async function selectKeys(db: Queryable, where: Sql): Promise<LegacyKeySummary[]> {
+  const rows = await db.query<LegacyKeyRow>(sql`
+    SELECT l.id, l.company_id, l.name, l.key_hint, l.scopes, l.bridge_user_id, l.bridge_key_id,
+      COALESCE(k.capabilities, '{}'::text[]) AS capabilities, l.created_at, l.disabled_at, l.last_used_at
+    FROM legacy_keys l LEFT JOIN api_keys k ON k.id = l.bridge_key_id
+    WHERE ${where}
+    ORDER BY l.created_at, l.id`);
+  return rows.map((row) => ({
+    id: row.id,
+    companyId: row.company_id,
+    name: row.name,
+    keyHint: row.key_hint,
+    scopes: row.scopes,
+    bridgeUserId: row.bridge_user_id,
+    bridgeKeyId: row.bridge_key_id,
+    capabilities: row.capabilities,
+    createdAt: row.created_at,
+    disabledAt: row.disabled_at,
+    lastUsedAt: row.last_used_at,
+  }));
+}
+
+/** Never returns hashes or keys: only what an operator needs to recognise and audit a key. */
+export function listLegacyKeys(db: Queryable, companyId?: string): Promise<LegacyKeySummary[]> {
+  return selectKeys(db, and(companyId === undefined ? [] : [sql`l.company_id = ${companyId}`]));
+}
+
+/** The reissue steps, inside the caller's transaction. */
+async function register(
+  tx: Queryable,
+  core: Core,
+  mappings: Mappings,
+  input: z.output<typeof NewLegacyKeySchema>,
+): Promise<CreatedLegacyKey> {
+  const scopes = [...new Set(input.scopes)];
+  checkScopes(mappings, scopes);
+  const [company] = await tx.query(sql`SELECT 1 FROM companies WHERE id = ${input.companyId}`);
+  if (!company) throw notFound('Company', input.companyId);
+  const rawKey = input.rawKey ?? generateLegacyKey();
+  const keyHash = hashSecret(rawKey);
+  const [existing] = await tx.query<{ id: string; name: string }>(sql`SELECT id, name FROM legacy_keys WHERE key_hash = ${keyHash}`);
+  if (existing) throw duplicateKey(existing);
+
+  const id = newId('lk');
+  const email = bridgeEmail(id, input.companyId);
+  const label = `v2 bridge: ${input.name}`;
+  // Admin of this one company: scoping then reaches exactly what a company-bound v2 key reached.
+  const bridgeUserId = await createUser(tx, {
+    email,
+    displayName: label,
+    role: 'admin',
+    companyIds: [input.companyId],
+    nonPersonal: true,
+  });
+  const capabilities = capabilitiesForScopes(mappings, scopes);
+  // Scopes without a v4 successor stay on v2: the key is still registered, with no bridge key.
+  const bridge = capabilities.length > 0 ? await mintKeyForUser(tx, email, capabilities, label) : undefined;
+  try {
+    await tx.query(sql`
+      INSERT INTO legacy_keys (id, company_id, name, key_hash, key_hint, scopes, bridge_user_id, bridge_key_id, bridge_key_ciphertext)
+      VALUES (${id}, ${input.companyId}, ${input.name}, ${keyHash}, ${keyHint(rawKey)}, ${scopes}::text[], ${bridgeUserId},
+        ${bridge?.keyId ?? null}, ${bridge ? encryptSecret(core.secretKey, bridge.rawKey, id) : null})`);
+  } catch (error) {
+    // A concurrent registration of the same key got there first.
+    if (pgErrorCode(error) === UNIQUE_VIOLATION) throw duplicateKey();
+    throw error;
+  }
+  const [created] = await selectKeys(tx, sql`l.id = ${id}`);
+  return { ...created!, ...(input.rawKey === undefined ? { rawKey } : {}) };
+}
+
+function duplicateKey(existing?: { id: string; name: string }): AppError {
+  const which = existing ? ` as ${existing.id} ("${existing.name}")` : '';
+  return conflict('legacy_key_exists', `This legacy key is already registered${which}`);
+}
+
+/** Registers one legacy key: with `rawKey` an existing v2 key is imported, without it one is generated. */
+export async function createLegacyKey(core: Core, mappings: Mappings, input: NewLegacyKey): Promise<CreatedLegacyKey> {
+  const parsed = parseInput(NewLegacyKeySchema, input, 'legacy key');
+  return core.db.transaction((tx) => register(tx, core, mappings, parsed));
+}
+
+/** The import file: existing v2 keys with their company and scopes. */
+export const ImportFileSchema = z
+  .array(
+    z.strictObject({
+      company: z.string().min(1),
+      name: KeyName,
+      key: RawLegacyKey,
+      scopes: V2Scopes,
+    }),
+  )
+  .min(1, 'the file lists no keys');
+
+/** JSON is YAML, so one parser reads both formats. */
+export function parseImportDocument(text: string): unknown {
+  try {
+    return parseYaml(text);
+  } catch (error) {
+    throw badRequest('invalid_import_file', `The import file is neither valid JSON nor YAML: ${(error as Error).message}`);
+  }
+}
+
+/** All or nothing: one bad or duplicate entry rolls the whole import back, named by its position. */
+export async function importLegacyKeys(
+  core: Core,
+  mappings: Mappings,
+  document: unknown,
+): Promise<{ imported: number; keys: LegacyKeySummary[] }> {
+  const entries = parseInput(ImportFileSchema, document, 'import file');
+  const keys = await core.db.transaction(async (tx) => {
+    const created: LegacyKeySummary[] = [];
+    for (const [index, entry] of entries.entries()) {
+      try {
+        created.push(
+          await register(tx, core, mappings, { companyId: entry.company, name: entry.name, scopes: entry.scopes, rawKey: entry.key }),
+        );
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        throw new AppError(error.status, error.code, `Entry ${index + 1} ("${entry.name}"): ${error.message}`, error.details);
+      }
+    }
+    return created;
+  });
+  return { imported: keys.length, keys };
+}
+
+/** Stops the legacy key and everything it bridged to, from the next request on. */
+export async function disableLegacyKey(core: Core, id: string): Promise<LegacyKeySummary> {
+  return core.db.transaction(async (tx) => {
+    const [row] = await tx.query<{ disabled_at: string | null; bridge_user_id: string; bridge_key_id: string | null }>(
+      sql`SELECT disabled_at, bridge_user_id, bridge_key_id FROM legacy_keys WHERE id = ${id} FOR UPDATE`,
+    );
+    if (!row) throw notFound('Legacy key', id);
+    if (row.disabled_at) throw conflict('legacy_key_disabled', `Legacy key ${id} is already disabled`);
+    await tx.query(sql`UPDATE legacy_keys SET disabled_at = now() WHERE id = ${id}`);
+    if (row.bridge_key_id) {
+      await tx.query(sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${row.bridge_key_id} AND revoked_at IS NULL`);
+    }
+    // The bridge user exists only for this key; disabling it also stops any key minted for it by hand.
+    await tx.query(sql`UPDATE users SET disabled_at = now() WHERE id = ${row.bridge_user_id} AND disabled_at IS NULL`);
+    const [summary] = await selectKeys(tx, sql`l.id = ${id}`);
+    return summary!;
+  });
+}
+
+export type LegacyKeyResolution =
+  | {
+      status: 'active';
+      legacyKeyId: string;
+      companyId: string;
+      scopes: string[];
+      /** The v4 key the gateway sends upstream; null when no scope has a v4 successor. */
+      bridgeApiKey: string | null;
+    }
+  | { status: 'disabled'; legacyKeyId: string }
+  | { status: 'unknown' };
+
+/** What the gateway does with an incoming v2 key. Read live, so disabling takes effect on the next request. */
+export async function resolveLegacyKey(core: Core, rawKey: string): Promise<LegacyKeyResolution> {
+  const [row] = await core.db.query<{
+    id: string;
+    company_id: string;
+    scopes: string[];
+    key_hash: string;
+    bridge_key_ciphertext: string | null;
+    disabled_at: string | null;
+  }>(sql`SELECT id, company_id, scopes, key_hash, bridge_key_ciphertext, disabled_at
+    FROM legacy_keys WHERE key_hash = ${hashSecret(rawKey)}`);
+  if (!row || !secretMatches(rawKey, row.key_hash)) return { status: 'unknown' };
+  if (row.disabled_at) return { status: 'disabled', legacyKeyId: row.id };
+  return {
+    status: 'active',
+    legacyKeyId: row.id,
+    companyId: row.company_id,
+    scopes: row.scopes,
+    bridgeApiKey: row.bridge_key_ciphertext === null ? null : decryptSecret(core.secretKey, row.bridge_key_ciphertext, row.id),
+  };
+}
+
+/** Counts one v2 call per key, day (UTC) and endpoint, and moves the key's last use forward. */
+export async function recordUsage(db: Queryable, keyId: string, endpoint: string, scope: string, now: Date): Promise<void> {
+  const at = now.toISOString();
+  await db.query(sql`
+    WITH touched AS (
+      UPDATE legacy_keys SET last_used_at = GREATEST(last_used_at, ${at}::timestamptz) WHERE id = ${keyId} RETURNING id
+    )
+    INSERT INTO legacy_key_usage (legacy_key_id, day, endpoint, scope, calls)
+    SELECT id, ${at.slice(0, 10)}::date, ${endpoint}, ${scope}, 1 FROM touched
+    ON CONFLICT (legacy_key_id, day, endpoint) DO UPDATE SET calls = legacy_key_usage.calls + 1, scope = EXCLUDED.scope`);
+}
+
+export interface LegacyKeyUsage {
+  day: string;
+  endpoint: string;
+  scope: string;
+  calls: number;
+}
+
+/** One key's usage, oldest day first: the input of the v2 usage audit. */
+export function legacyKeyUsage(db: Queryable, keyId: string): Promise<LegacyKeyUsage[]> {
+  return db.query<LegacyKeyUsage>(sql`
+    SELECT to_char(day, 'YYYY-MM-DD') AS day, endpoint, scope, calls
+    FROM legacy_key_usage WHERE legacy_key_id = ${keyId}
+    ORDER BY day, endpoint`);
+}

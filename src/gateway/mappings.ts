@@ -1,0 +1,341 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capabilities.js';
+import { operationByName } from '../operations/index.js';
+import type { AnyOperation } from '../operations/operation.js';
+
+/** The v2 → v4 maps are unusable: the message names the file and the entry at fault. */
+export class MappingError extends Error {
+  override name = 'MappingError';
+}
+
+export const SCOPES_FILE = 'scopes.yaml';
+export const ROUTES_FILE = 'v2-routes.yaml';
+export const SUNSET_FILE = 'sunset.yaml';
+
+const FieldName = z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, 'must be a field name (letters and digits)');
+const Fields = z.array(FieldName);
+const OperationName = z.string().regex(/^[a-z][a-z_]*$/, 'must be an operation-table name such as list_employees');
+const ScopeName = z.string().regex(/^api(\.[A-Za-z]+)+$/, 'must be a v2 scope such as api.employees.getAll');
+const WildcardScopeName = z.string().regex(/^api(\.[A-Za-z]+)+(\.\*)?$/, 'must be a v2 scope, or a prefix ending in .*');
+const V2Method = z.enum(['GET', 'POST', 'PATCH']);
+const V2Path = z.string().regex(/^(\/(:?[A-Za-z][A-Za-z0-9]*))+$/, 'must be an Express-style path such as /employees/:id');
+const Endpoint = z
+  .string()
+  .regex(/^(GET|POST|PATCH) (\/(:?[A-Za-z][A-Za-z0-9]*))+$/, 'must be "METHOD /path", e.g. "GET /employees/:id"');
+
+/** The named transforms the translation engine implements; the YAML only composes them. */
+export const TransformSchema = z.discriminatedUnion('op', [
+  z.strictObject({ op: z.literal('rename'), from: FieldName, to: FieldName }),
+  z.strictObject({ op: z.literal('move_into'), into: FieldName, fields: Fields.min(1), keep: Fields.default([]) }),
+  z.strictObject({ op: z.literal('move_out_of'), from: FieldName }),
+  z.strictObject({
+    op: z.literal('lookup'),
+    from: FieldName,
+    to: FieldName,
+    operation: OperationName,
+    // The v4 record field compared with the value (a get's input field, or a list element's field).
+    match: FieldName,
+    take: FieldName,
+  }),
+  z.strictObject({ op: z.literal('unwrap_list'), key: FieldName }),
+  z
+    .strictObject({
+      op: z.literal('set'),
+      field: FieldName,
+      value: z.union([z.string(), z.number(), z.boolean(), z.null()]),
+      when_present: FieldName.optional(),
+      when_absent: FieldName.optional(),
+    })
+    .refine((t) => t.when_present === undefined || t.when_absent === undefined, {
+      message: 'give at most one of when_present and when_absent',
+      path: ['when_absent'],
+    }),
+  z.strictObject({ op: z.literal('pick'), fields: Fields }),
+  z.strictObject({
+    op: z.literal('require'),
+    fields: Fields.min(1),
+    within: FieldName.optional(),
+    allow_absent: z.boolean().default(false),
+  }),
+  z.strictObject({
+    op: z.literal('refuse'),
+    field: FieldName,
+    equals: z.string().optional(),
+    status: z.union([z.literal(400), z.literal(422)]),
+    message: z.string().min(1),
+  }),
+  z.strictObject({ op: z.literal('follow_up'), operation: OperationName, fields: Fields.min(1), id_from: FieldName }),
+]);
+export type Transform = z.output<typeof TransformSchema>;
+
+/** A nested list is a YAML alias of shared transforms: it is spliced in place. */
+const Transforms = z
+  .preprocess((list) => (Array.isArray(list) ? list.flat() : list), z.array(TransformSchema))
+  .default([]);
+
+const ScopeEntrySchema = z
+  .strictObject({
+    status: z.enum(['mapped', 'mapped-broader', 'covered-by-order-type', 'no-successor']),
+    capability: CapabilitySchema.optional(),
+    endpoints: z.array(Endpoint).min(1),
+    note: z.string().min(1).optional(),
+    reason: z.string().min(1).optional(),
+  })
+  .superRefine((entry, ctx) => {
+    const need = (field: 'capability' | 'note' | 'reason', present: boolean, rule: string) => {
+      if ((entry[field] !== undefined) !== present) ctx.addIssue({ code: 'custom', path: [field], message: rule });
+    };
+    need('capability', entry.status !== 'no-successor', `required for status ${entry.status}, forbidden for no-successor`);
+    if (entry.status === 'mapped-broader') need('note', true, 'required for mapped-broader: say how v4 is broader');
+    need('reason', entry.status === 'no-successor' || entry.status === 'covered-by-order-type', `required for status ${entry.status}, forbidden otherwise`);
+  });
+
+const ScopesFileSchema = z.strictObject({ scopes: z.record(WildcardScopeName, ScopeEntrySchema) });
+
+const RouteSchema = z
+  .strictObject({
+    method: V2Method,
+    path: V2Path,
+    scope: ScopeName,
+    passthrough: z.literal(true).optional(),
+    request: Transforms,
+    v4: z.array(z.strictObject({ operation: OperationName })).min(1).optional(),
+    response: Transforms,
+  })
+  .superRefine((route, ctx) => {
+    if ((route.v4 === undefined) === (route.passthrough === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['v4'], message: 'give exactly one of v4 (the calls) and passthrough: true' });
+    }
+    if (route.passthrough && (route.request.length > 0 || route.response.length > 0)) {
+      ctx.addIssue({ code: 'custom', path: ['request'], message: 'a passthrough route is forwarded unchanged: no transforms' });
+    }
+  });
+
+const RoutesFileSchema = z.strictObject({ routes: z.array(RouteSchema).min(1) });
+
+const Instant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
+
+const SunsetFileSchema = z.strictObject({
+  deprecation: Instant,
+  sunset: Instant,
+  brownouts: z.array(z.strictObject({ start: Instant, end: Instant })).default([]),
+  links: z.strictObject({
+    successor: z.string().includes('{v4Path}', { message: 'must contain {v4Path}' }),
+    migrationGuide: z.url(),
+  }),
+  prefix: z.string().regex(/^(\/[A-Za-z0-9._-]+)*$/, 'must be empty or a path such as /v2, without a trailing slash'),
+  listCeiling: z.number().int().positive(),
+});
+
+export type ScopeStatus = z.output<typeof ScopeEntrySchema>['status'];
+
+export interface ScopeEntry {
+  /** A v2 scope, or a prefix ending in `.*` matching every scope under it. */
+  name: string;
+  status: ScopeStatus;
+  /** The v4 capability of the spec's mapping table; undefined when there is no v4 successor. */
+  capability: Capability | undefined;
+  endpoints: { method: V2Method; path: string }[];
+  note: string | undefined;
+  reason: string | undefined;
+  /**
+   * Everything a bridge key needs to serve this scope's routes: the capability, plus those of
+   * the lookups (teamId ↔ teamName reads the teams).
+   */
+  bridgeCapabilities: Capability[];
+}
+
+type V2Method = z.output<typeof V2Method>;
+interface RouteCommon {
+  method: V2Method;
+  path: string;
+  scope: string;
+}
+export type Route =
+  | (RouteCommon & { kind: 'v4'; request: Transform[]; v4: { operation: string }[]; response: Transform[] })
+  | (RouteCommon & { kind: 'passthrough' });
+
+export interface Sunset {
+  deprecation: Date;
+  sunset: Date;
+  brownouts: { start: Date; end: Date }[];
+  links: { successor: string; migrationGuide: string };
+  prefix: string;
+  listCeiling: number;
+}
+
+export interface Mappings {
+  scopes: ScopeEntry[];
+  routes: Route[];
+  sunset: Sunset;
+}
+
+function readYaml(dir: string, file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(join(dir, file), 'utf8');
+  } catch (error) {
+    throw new MappingError(`${file}: cannot be read from ${dir}: ${(error as Error).message}`);
+  }
+  try {
+    const doc: unknown = parse(text);
+    // Top-level `x-` keys only hold YAML anchors shared by the entries.
+    if (doc && typeof doc === 'object' && !Array.isArray(doc)) {
+      return Object.fromEntries(Object.entries(doc).filter(([key]) => !key.startsWith('x-')));
+    }
+    return doc;
+  } catch (error) {
+    throw new MappingError(`${file}: is not valid YAML: ${(error as Error).message}`);
+  }
+}
+
+function validate<S extends z.ZodType>(schema: S, doc: unknown, file: string): z.output<S> {
+  const result = schema.safeParse(doc);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => `${issue.path.join('.') || '(file)'}: ${issue.message}`);
+  throw new MappingError(`${file}: ${problems.join('; ')}`);
+}
+
+const endpointKey = (method: string, path: string) => `${method} ${path}`;
+
+function parseEndpoint(text: string): { method: V2Method; path: string } {
+  const [method, path] = text.split(' ') as [V2Method, string];
+  return { method, path };
+}
+
+/** Does a scope entry (possibly a `prefix.*` wildcard) cover this v2 scope? */
+function entryMatches(entryName: string, scope: string): boolean {
+  return entryName === scope || (entryName.endsWith('.*') && scope.startsWith(entryName.slice(0, -1)));
+}
+
+/** The scope entry covering a v2 scope: an exact entry wins over a wildcard. */
+export function scopeEntryFor(scopes: readonly ScopeEntry[], scope: string): ScopeEntry | undefined {
+  return scopes.find((e) => e.name === scope) ?? scopes.find((e) => entryMatches(e.name, scope));
+}
+
+function knownOperation(name: string, where: string): AnyOperation {
+  const op = operationByName(name);
+  if (!op) throw new MappingError(`${where}: names v4 operation "${name}", which is not in the operation table`);
+  return op;
+}
+
+/** The capabilities the route's calls need besides its scope's: those of its lookups. */
+function checkOperations(route: Route & { kind: 'v4' }, entry: ScopeEntry, where: string): Capability[] {
+  const primary = route.v4.map((call) => call.operation);
+  const lookups: Capability[] = [];
+  for (const t of [...route.request, ...route.response]) {
+    if (t.op === 'follow_up') primary.push(t.operation);
+    if (t.op === 'lookup') {
+      const op = knownOperation(t.operation, `${where}: lookup ${t.from} → ${t.to}`);
+      if (!op.readOnly) throw new MappingError(`${where}: lookup ${t.from} → ${t.to} uses "${op.name}", which is not a read`);
+      if (op.capability) lookups.push(op.capability);
+    }
+    if (t.op === 'unwrap_list') {
+      const last = knownOperation(route.v4[route.v4.length - 1]!.operation, where);
+      const shape = last.output instanceof z.ZodObject ? last.output.shape : {};
+      if (!(t.key in shape) || !('nextCursor' in shape)) {
+        throw new MappingError(`${where}: unwrap_list key "${t.key}" is not the list of ${last.name}'s envelope`);
+      }
+    }
+  }
+  for (const name of primary) {
+    const op = knownOperation(name, where);
+    // The map must agree with the spec's table: the scope's capability is what the call checks.
+    if (op.capability !== entry.capability) {
+      throw new MappingError(
+        `${where}: calls "${name}", which needs ${op.capability ?? 'no capability'}, but scope ${entry.name} maps to ${entry.capability ?? 'nothing'} in ${SCOPES_FILE}`,
+      );
+    }
+  }
+  return lookups;
+}
+
+function checkSunset(sunset: Sunset): void {
+  const iso = (d: Date) => d.toISOString();
+  if (sunset.sunset < sunset.deprecation) {
+    throw new MappingError(`${SUNSET_FILE}: sunset ${iso(sunset.sunset)} is earlier than the deprecation date ${iso(sunset.deprecation)}`);
+  }
+  sunset.brownouts.forEach(({ start, end }, i) => {
+    const where = `${SUNSET_FILE}: brownouts.${i} (${iso(start)} – ${iso(end)})`;
+    if (end <= start) throw new MappingError(`${where}: end must be after start`);
+    if (start < sunset.deprecation || end > sunset.sunset) {
+      throw new MappingError(`${where}: must lie between the deprecation date ${iso(sunset.deprecation)} and the sunset ${iso(sunset.sunset)}`);
+    }
+  });
+}
+
+/** Reads, validates and cross-checks the three maps of `dir`; throws MappingError on the first fault. */
+export function loadMappings(dir: string): Mappings {
+  const scopesFile = validate(ScopesFileSchema, readYaml(dir, SCOPES_FILE), SCOPES_FILE);
+  const routesFile = validate(RoutesFileSchema, readYaml(dir, ROUTES_FILE), ROUTES_FILE);
+  const sunset: Sunset = validate(SunsetFileSchema, readYaml(dir, SUNSET_FILE), SUNSET_FILE);
+  checkSunset(sunset);
+
+  const scopes: ScopeEntry[] = Object.entries(scopesFile.scopes).map(([name, e]) => ({
+    name,
+    status: e.status,
+    capability: e.capability,
+    endpoints: e.endpoints.map(parseEndpoint),
+    note: e.note,
+    reason: e.reason,
+    bridgeCapabilities: e.capability ? [e.capability] : [],
+  }));
+
+  const routes: Route[] = routesFile.routes.map(({ method, path, scope, v4, request, response }) =>
+    v4 ? { kind: 'v4', method, path, scope, request, v4, response } : { kind: 'passthrough', method, path, scope },
+  );
+
+  const seen = new Map<string, number>();
+  routes.forEach((route, i) => {
+    const key = endpointKey(route.method, route.path);
+    const where = `${ROUTES_FILE}: routes.${i} (${key})`;
+    const earlier = seen.get(key);
+    if (earlier !== undefined) throw new MappingError(`${where}: duplicates routes.${earlier}; each method and path appears once`);
+    seen.set(key, i);
+
+    const entry = scopeEntryFor(scopes, route.scope);
+    if (!entry) throw new MappingError(`${where}: scope ${route.scope} has no entry in ${SCOPES_FILE} (a route has no rule)`);
+    if (!entry.endpoints.some((e) => endpointKey(e.method, e.path) === key)) {
+      throw new MappingError(`${where}: is not among the endpoints of scope ${entry.name} in ${SCOPES_FILE}`);
+    }
+    if ((route.kind === 'passthrough') !== (entry.status === 'no-successor')) {
+      throw new MappingError(
+        `${where}: scope ${entry.name} is ${entry.status}, so the route must ${entry.status === 'no-successor' ? 'be passthrough: true' : 'name its v4 calls'}`,
+      );
+    }
+    if (route.kind === 'v4') {
+      for (const cap of checkOperations(route, entry, where)) {
+        if (!entry.bridgeCapabilities.includes(cap)) entry.bridgeCapabilities.push(cap);
+      }
+    }
+  });
+
+  for (const entry of scopes) {
+    for (const { method, path } of entry.endpoints) {
+      const key = endpointKey(method, path);
+      const route = routes.find((r) => endpointKey(r.method, r.path) === key);
+      if (!route || !entryMatches(entry.name, route.scope)) {
+        throw new MappingError(`${SCOPES_FILE}: scope ${entry.name} lists ${key}, but no route of ${ROUTES_FILE} serves it for that scope (a rule matches no route)`);
+      }
+    }
+  }
+
+  return { scopes, routes, sunset };
+}
+
+/**
+ * The least v4 capability set a bridge key needs to serve these v2 scopes, in table order.
+ * Scopes without a v4 successor contribute nothing; an unknown scope is refused.
+ */
+export function capabilitiesForScopes(mappings: Mappings, scopes: readonly string[]): Capability[] {
+  const needed = new Set<Capability>();
+  for (const scope of scopes) {
+    const entry = scopeEntryFor(mappings.scopes, scope);
+    if (!entry) throw new MappingError(`unknown v2 scope "${scope}": it is not in ${SCOPES_FILE}`);
+    for (const cap of entry.bridgeCapabilities) needed.add(cap);
+  }
+  return CAPABILITIES.filter((cap) => needed.has(cap));
+}

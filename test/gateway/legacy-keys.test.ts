@@ -1,0 +1,210 @@
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createLegacyKey,
+  disableLegacyKey,
+  importLegacyKeys,
+  legacyKeyUsage,
+  listLegacyKeys,
+  recordUsage,
+  resolveLegacyKey,
+} from '../../src/gateway/legacy-keys.js';
+import { capabilitiesForScopes, loadMappings } from '../../src/gateway/mappings.js';
+import { sql } from '../../src/store/sql.js';
+import { backends, client, startTestApp, type TestApp } from '../helpers/harness.js';
+
+const mappings = loadMappings(fileURLToPath(new URL('../../mappings', import.meta.url)));
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+async function activeBridgeKey(t: TestApp, rawKey: string): Promise<string> {
+  const resolved = await resolveLegacyKey(t.core, rawKey);
+  if (resolved.status !== 'active' || !resolved.bridgeApiKey) throw new Error(`expected an active bridged key, got ${resolved.status}`);
+  return resolved.bridgeApiKey;
+}
+
+describe.each(backends())('legacy keys [%s]', (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(backend);
+  });
+  afterAll(() => t.close());
+
+  it('provisions a non-personal bridge user of that company only, with a key of exactly the mapped capabilities', async () => {
+    const scopes = ['api.employees.getAll', 'api.employee.deliveryAddress.update', 'api.teams.getAll'];
+    const expected = [...capabilitiesForScopes(mappings, scopes)].sort();
+    expect(expected).toEqual(['mcp:employees:read', 'mcp:employees:write', 'mcp:teams:read']);
+    const created = await createLegacyKey(t.core, mappings, {
+      companyId: t.demo.companies.acme,
+      name: 'HR sync',
+      scopes: [...scopes, 'api.employees.getAll'],
+    });
+    expect(created.rawKey).toMatch(/^lk_live_[A-Za-z0-9_-]{40}$/);
+    expect(created).toMatchObject({
+      companyId: t.demo.companies.acme,
+      name: 'HR sync',
+      scopes,
+      keyHint: `${created.rawKey!.slice(0, 12)}…`,
+      disabledAt: null,
+    });
+    expect([...created.capabilities].sort()).toEqual(expected);
+
+    const bridgeKey = await activeBridgeKey(t, created.rawKey!);
+    const me = await client(t.app, bridgeKey).get('/v4/me');
+    expect(me.status).toBe(200);
+    expect([...me.body.data.capabilities].sort()).toEqual(expected);
+    expect(me.body.data.user).toMatchObject({
+      id: created.bridgeUserId,
+      email: `v2-bridge+${created.id}@co-acme.invalid`,
+      displayName: 'v2 bridge: HR sync',
+      role: 'admin',
+    });
+    expect(me.body.data.companies.map((c: { id: string }) => c.id)).toEqual([t.demo.companies.acme]);
+    expect(me.body.data.credential.keyId).toBe(created.bridgeKeyId);
+    const [user] = await t.core.db.query<{ non_personal: boolean }>(sql`SELECT non_personal FROM users WHERE id = ${created.bridgeUserId}`);
+    expect(user!.non_personal).toBe(true);
+
+    const legacyOnV4 = await client(t.app, created.rawKey).get('/v4/me');
+    expect(legacyOnV4.status).toBe(401);
+    expect(legacyOnV4.body.error.code).toBe('api_key_not_user_bound');
+  });
+
+  it('stores only a hash of the legacy key and a sealed bridge key', async () => {
+    const created = await createLegacyKey(t.core, mappings, {
+      companyId: t.demo.companies.globex,
+      name: 'Sealed',
+      scopes: ['api.orders.getAll'],
+    });
+    expect(created.capabilities).toEqual(['mcp:orders:read']);
+    const bridgeKey = await activeBridgeKey(t, created.rawKey!);
+    expect((await client(t.app, bridgeKey).get('/v4/me')).body.data.capabilities).toEqual(['mcp:orders:read']);
+    const [row] = await t.core.db.query<Record<string, unknown>>(sql`SELECT * FROM legacy_keys WHERE id = ${created.id}`);
+    expect(row!.key_hash).toBe(sha256(created.rawKey!));
+    const stored = JSON.stringify(row);
+    expect(stored).not.toContain(created.rawKey!);
+    expect(stored).not.toContain(bridgeKey);
+    const listed = JSON.stringify(await listLegacyKeys(t.core.db));
+    expect(listed).not.toContain(created.rawKey!);
+    expect(listed).not.toContain(String(row!.key_hash));
+    expect(listed).not.toContain('bridge_key_ciphertext');
+  });
+
+  it('imports existing v2 keys of any shape, all or nothing, and refuses duplicates', async () => {
+    const rawKey = 'acme-v2-Zx81.k3y/legacy';
+    const result = await importLegacyKeys(t.core, mappings, [
+      { company: t.demo.companies.acme, name: 'Imported', key: rawKey, scopes: ['api.products.getAll'] },
+    ]);
+    expect(result.imported).toBe(1);
+    expect(result.keys[0]).not.toHaveProperty('rawKey');
+    expect(result.keys[0]!.keyHint).toBe('acme-…');
+    const resolved = await resolveLegacyKey(t.core, rawKey);
+    expect(resolved).toMatchObject({
+      status: 'active',
+      legacyKeyId: result.keys[0]!.id,
+      companyId: t.demo.companies.acme,
+      scopes: ['api.products.getAll'],
+    });
+    expect(await resolveLegacyKey(t.core, `${rawKey}x`)).toEqual({ status: 'unknown' });
+
+    const before = (await listLegacyKeys(t.core.db)).length;
+    const again = importLegacyKeys(t.core, mappings, [
+      { company: t.demo.companies.acme, name: 'Fresh', key: 'another-key-0001', scopes: ['api.teams.getAll'] },
+      { company: t.demo.companies.acme, name: 'Again', key: rawKey, scopes: ['api.teams.getAll'] },
+    ]);
+    await expect(again).rejects.toMatchObject({ status: 409, code: 'legacy_key_exists', message: expect.stringContaining('Entry 2 ("Again")') });
+    // The whole file rolled back: the first entry was not kept either.
+    expect(await listLegacyKeys(t.core.db)).toHaveLength(before);
+    expect(await resolveLegacyKey(t.core, 'another-key-0001')).toEqual({ status: 'unknown' });
+
+    const inFile = importLegacyKeys(t.core, mappings, [
+      { company: t.demo.companies.acme, name: 'One', key: 'same-key-in-file', scopes: ['api.teams.getAll'] },
+      { company: t.demo.companies.globex, name: 'Two', key: 'same-key-in-file', scopes: ['api.teams.getAll'] },
+    ]);
+    await expect(inFile).rejects.toMatchObject({ status: 409, code: 'legacy_key_exists' });
+  });
+
+  it('names the field and the rule for bad input', async () => {
+    const acme = t.demo.companies.acme;
+    await expect(createLegacyKey(t.core, mappings, { companyId: acme, name: 'Typo', scopes: ['api.employees.getall'] })).rejects.toMatchObject({
+      status: 400,
+      code: 'unknown_scope',
+      message: 'unknown v2 scope api.employees.getall (did you mean api.employees.getAll?)',
+      details: [{ field: 'scopes', rule: 'known_scope' }],
+    });
+    await expect(createLegacyKey(t.core, mappings, { companyId: acme, name: 'None', scopes: [] })).rejects.toMatchObject({
+      status: 400,
+      details: [{ field: 'scopes', rule: 'too_small' }],
+    });
+    await expect(
+      createLegacyKey(t.core, mappings, { companyId: acme, name: 'v4', scopes: ['api.teams.getAll'], rawKey: 'svc_sk_abcdefgh_xyz' }),
+    ).rejects.toMatchObject({ status: 400, details: [{ field: 'rawKey', rule: 'not_v4_key' }] });
+    await expect(
+      createLegacyKey(t.core, mappings, { companyId: acme, name: 'Short', scopes: ['api.teams.getAll'], rawKey: 'short' }),
+    ).rejects.toMatchObject({ status: 400, details: [{ field: 'rawKey', rule: 'invalid_format' }] });
+    await expect(createLegacyKey(t.core, mappings, { companyId: 'co_nope', name: 'Ghost', scopes: ['api.teams.getAll'] })).rejects.toMatchObject({
+      status: 404,
+      message: 'Company co_nope was not found',
+    });
+    await expect(importLegacyKeys(t.core, mappings, [{ company: acme, name: 'X', key: 'abcdefghij', scopes: ['api.teams.getAll'], extra: 1 }])).rejects.toMatchObject({
+      status: 400,
+      details: [{ field: '0.extra', rule: 'unknown_field' }],
+    });
+  });
+
+  it('registers a key whose scopes all stay on v2 without minting a bridge key', async () => {
+    const created = await createLegacyKey(t.core, mappings, {
+      companyId: t.demo.companies.acme,
+      name: 'Catalog reader',
+      scopes: ['api.catalogs.getAll', 'api.company.get', 'api.organization.users.getAll'],
+    });
+    expect(created).toMatchObject({ bridgeKeyId: null, capabilities: [] });
+    expect(await resolveLegacyKey(t.core, created.rawKey!)).toMatchObject({ status: 'active', bridgeApiKey: null });
+  });
+
+  it('disables the legacy key and revokes its bridge key from the next request on', async () => {
+    const created = await createLegacyKey(t.core, mappings, {
+      companyId: t.demo.companies.acme,
+      name: 'To retire',
+      scopes: ['api.teams.getAll'],
+    });
+    const bridgeKey = await activeBridgeKey(t, created.rawKey!);
+    expect((await client(t.app, bridgeKey).get('/v4/me')).status).toBe(200);
+
+    const disabled = await disableLegacyKey(t.core, created.id);
+    expect(disabled.disabledAt).not.toBeNull();
+    expect(await resolveLegacyKey(t.core, created.rawKey!)).toEqual({ status: 'disabled', legacyKeyId: created.id });
+    const refused = await client(t.app, bridgeKey).get('/v4/me');
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe('invalid_api_key');
+
+    await expect(disableLegacyKey(t.core, created.id)).rejects.toMatchObject({ status: 409, code: 'legacy_key_disabled' });
+    await expect(disableLegacyKey(t.core, 'lk_missing')).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('lists keys by company', async () => {
+    const globex = await listLegacyKeys(t.core.db, t.demo.companies.globex);
+    expect(globex.length).toBeGreaterThan(0);
+    expect(globex.every((k) => k.companyId === t.demo.companies.globex)).toBe(true);
+    expect((await listLegacyKeys(t.core.db)).length).toBeGreaterThan(globex.length);
+  });
+
+  it('counts calls per key, UTC day and endpoint, and keeps the last use', async () => {
+    const { id } = await createLegacyKey(t.core, mappings, { companyId: t.demo.companies.acme, name: 'Busy', scopes: ['api.teams.getAll'] });
+    const day1 = new Date('2026-11-20T23:59:00Z');
+    const day2 = new Date('2026-11-21T00:01:00Z');
+    await recordUsage(t.core.db, id, 'GET /teams', 'api.teams.getAll', day1);
+    await recordUsage(t.core.db, id, 'GET /teams', 'api.teams.getAll', new Date('2026-11-20T10:00:00Z'));
+    await recordUsage(t.core.db, id, 'GET /teams/:teamId', 'api.team.get', day1);
+    await recordUsage(t.core.db, id, 'GET /teams', 'api.teams.getAll', day2);
+    await recordUsage(t.core.db, 'lk_missing', 'GET /teams', 'api.teams.getAll', day2);
+
+    expect(await legacyKeyUsage(t.core.db, id)).toEqual([
+      { day: '2026-11-20', endpoint: 'GET /teams', scope: 'api.teams.getAll', calls: 2 },
+      { day: '2026-11-20', endpoint: 'GET /teams/:teamId', scope: 'api.team.get', calls: 1 },
+      { day: '2026-11-21', endpoint: 'GET /teams', scope: 'api.teams.getAll', calls: 1 },
+    ]);
+    expect(await legacyKeyUsage(t.core.db, 'lk_missing')).toEqual([]);
+    const [listed] = (await listLegacyKeys(t.core.db)).filter((k) => k.id === id);
+    expect(listed!.lastUsedAt).toBe(day2.toISOString());
+  });
+});
