@@ -26,6 +26,10 @@ export const ConfigSchema = z.object({
   courierApiUrl: z.url({ protocol: /^https?$/ }).optional(),
   /** Per-call courier timeout: past it, tracking answers with the stored events alone. */
   courierTimeoutMs: z.coerce.number().int().min(100).max(30_000).default(2000),
+  /** The legacy v2 API that v2 routes without a v4 successor are forwarded to; unset = they answer 501. */
+  legacyV2Upstream: z.url({ protocol: /^https?$/ }).optional(),
+  /** Per-call timeout of that forwarding: past it the v2 caller gets 504. */
+  legacyV2TimeoutMs: z.coerce.number().int().min(100).max(60_000).default(10_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -46,6 +50,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   logLevel: 'LOG_LEVEL',
   courierApiUrl: 'COURIER_API_URL',
   courierTimeoutMs: 'COURIER_TIMEOUT_MS',
+  legacyV2Upstream: 'LEGACY_V2_UPSTREAM',
+  legacyV2TimeoutMs: 'LEGACY_V2_TIMEOUT_MS',
 };
 
 export class ConfigError extends Error {}

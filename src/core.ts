@@ -9,6 +9,8 @@ import { migrate } from './store/migrations.js';
 import { createAuthenticator, type Authenticator } from './access/authenticate.js';
 import { createIdTokenVerifier } from './access/id-token.js';
 import { createMailer, type Mailer } from './domain/mail.js';
+import { defaultMappingsDir, loadMappings, MappingError, type Mappings } from './gateway/mappings.js';
+import { createMetrics, type Metrics } from './gateway/metrics.js';
 
 /** Everything an operation needs, built once per process from the parsed config. */
 export interface Core {
@@ -21,6 +23,10 @@ export interface Core {
   secretKey: Buffer;
   /** Injectable clock: tests move time, production reads the wall clock. */
   now: () => Date;
+  /** The v2 → v4 maps the gateway serves, read once at start. */
+  mappings: Mappings;
+  /** Prometheus registry of this core, served at /metrics. */
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -29,6 +35,8 @@ export interface CoreOptions {
   now?: () => Date;
   /** PostgreSQL schema (tests isolate themselves per file). */
   schema?: string;
+  /** Maps to serve instead of the package's (tests shrink the list ceiling). */
+  mappings?: Mappings;
 }
 
 /** Log lines never carry credentials, whatever a caller sends. */
@@ -68,7 +76,19 @@ function resolveSecretKey(config: Config): Buffer {
   return key;
 }
 
+/** A wrong or missing map stops the start: the gateway would otherwise serve v2 wrongly. */
+function loadPackageMappings(): Mappings {
+  const dir = defaultMappingsDir();
+  try {
+    return loadMappings(dir);
+  } catch (error) {
+    if (error instanceof MappingError) throw new ConfigError(`The v2 maps in ${dir} are unusable: ${error.message}`);
+    throw error;
+  }
+}
+
 export async function createCore(config: Config, options: CoreOptions = {}): Promise<Core> {
+  const mappings = options.mappings ?? loadPackageMappings();
   const logger = options.logger ?? createLogger(config);
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema });
   try {
@@ -77,14 +97,17 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
     const idTokens =
       config.oidcIssuer && config.oidcAudience ? createIdTokenVerifier(config.oidcIssuer, config.oidcAudience) : undefined;
     const mailer = createMailer(db, config, logger);
+    const metrics = createMetrics(mappings.sunset);
     return {
       config,
       db,
       logger,
-      auth: createAuthenticator(db, idTokens),
+      auth: createAuthenticator(db, idTokens, () => metrics.gateway.recordLegacyKeyRejected('rest')),
       mailer,
       secretKey,
       now: options.now ?? (() => new Date()),
+      mappings,
+      metrics,
       async close() {
         await mailer.stop();
         await db.close();

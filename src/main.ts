@@ -1,13 +1,13 @@
 #!/usr/bin/env node
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { baseUrlOf, ConfigError, loadConfig, type Config } from './config.js';
 import { z } from 'zod';
 import type { Core } from './core.js';
 import { AppError, validationError } from './errors.js';
 import type { LegacyKeySummary } from './gateway/legacy-keys.js';
+import { defaultMappingsDir } from './gateway/mappings.js';
 import { DataDirInUseError } from './store/db.js';
 import { packageVersion } from './version.js';
 
@@ -61,6 +61,25 @@ function demoKeysFile(config: Config): string | undefined {
   return config.databaseUrl || config.dataDir.startsWith('memory://') ? undefined : join(config.dataDir, 'demo-keys.json');
 }
 
+/** Two v2 integrations of Acme: one with every scope v4 can serve (plus one it cannot), one address-only. */
+async function seedDemoLegacyKeys(core: Core, companyId: string): Promise<{ full: string; addressOnly: string }> {
+  const { createLegacyKey } = await import('./gateway/legacy-keys.js');
+  const withSuccessor = core.mappings.scopes.filter((entry) => entry.capability !== undefined).map((entry) => entry.name);
+  const register = async (name: string, scopes: string[]) => {
+    const { rawKey } = await createLegacyKey(core, core.mappings, { companyId, name, scopes });
+    if (!rawKey) throw new Error('a generated legacy key is always returned');
+    return rawKey;
+  };
+  return {
+    full: await register('Demo v2 integration (full)', [...withSuccessor, 'api.catalogs.getAll']),
+    addressOnly: await register('Demo v2 address sync', [
+      'api.employee.deliveryAddress.get',
+      'api.employee.deliveryAddress.create',
+      'api.employee.deliveryAddress.update',
+    ]),
+  };
+}
+
 async function seedDemoInto(core: Core) {
   const [{ seedDemo }, { seedDemoOrders }] = await Promise.all([
     import('./domain/demo.js'),
@@ -71,6 +90,7 @@ async function seedDemoInto(core: Core) {
   await seedDemoOrders(core, demo);
   const summary = {
     apiKeys: demo.apiKeys,
+    legacyKeys: await seedDemoLegacyKeys(core, demo.companies.acme),
     users: demo.emails,
     companies: demo.companies,
     keysFile: demoKeysFile(core.config),
@@ -79,17 +99,17 @@ async function seedDemoInto(core: Core) {
   return summary;
 }
 
-/** The maps shipped with the package, whether running from src/ (tsx) or dist/src/. */
-function defaultMappingsDir(): string {
-  const candidates = ['../mappings', '../../mappings'].map((relative) => fileURLToPath(new URL(relative, import.meta.url)));
-  return candidates.find((dir) => existsSync(join(dir, 'scopes.yaml'))) ?? candidates[0]!;
-}
-
-function describeKeys(summary: { apiKeys: Record<string, string>; keysFile?: string | undefined }): string {
-  const lines = Object.entries(summary.apiKeys).map(([who, key]) => `  ${who.padEnd(9)} ${key}`);
+function describeKeys(summary: {
+  apiKeys: Record<string, string>;
+  legacyKeys: Record<string, string>;
+  keysFile?: string | undefined;
+}): string {
+  const lines = (keys: Record<string, string>) => Object.entries(keys).map(([who, key]) => `  ${who.padEnd(11)} ${key}`);
   return [
     'Demo API keys (shown once; send as X-API-KEY):',
-    ...lines,
+    ...lines(summary.apiKeys),
+    'Demo legacy v2 keys of Acme (for the /v2 gateway; refused on /v4):',
+    ...lines(summary.legacyKeys),
     ...(summary.keysFile ? [`Also written to ${summary.keysFile}`] : []),
   ].join('\n');
 }

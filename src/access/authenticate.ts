@@ -21,10 +21,20 @@ function singleHeader(headers: IncomingHttpHeaders, name: string): string | unde
   return value === undefined || value === '' ? undefined : value;
 }
 
-/** Resolves the request's credential to a principal, reading the database on every call. */
-export function createAuthenticator(db: Queryable, idTokens: IdTokenVerifier | undefined): Authenticator {
+/**
+ * Resolves the request's credential to a principal, reading the database on every call.
+ * `onLegacyKey` counts refused non-v4 keys: the integrations still to migrate.
+ */
+export function createAuthenticator(
+  db: Queryable,
+  idTokens: IdTokenVerifier | undefined,
+  onLegacyKey?: () => void,
+): Authenticator {
   async function byApiKey(rawKey: string): Promise<Principal> {
-    if (!rawKey.startsWith(API_KEY_PREFIX)) throw unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
+    if (!rawKey.startsWith(API_KEY_PREFIX)) {
+      onLegacyKey?.();
+      throw unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
+    }
     const parsed = parseApiKey(rawKey);
     if (!parsed) throw unauthorized('invalid_api_key', 'The API key is malformed');
     const rows = await db.query<UserRow & { secret_hash: string; capabilities: string[] }>(sql`

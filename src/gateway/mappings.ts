@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capabilities.js';
@@ -14,6 +15,12 @@ export class MappingError extends Error {
 export const SCOPES_FILE = 'scopes.yaml';
 export const ROUTES_FILE = 'v2-routes.yaml';
 export const SUNSET_FILE = 'sunset.yaml';
+
+/** The maps shipped with the package, whether running from src/ (tsx) or dist/src/. */
+export function defaultMappingsDir(): string {
+  const candidates = ['../../mappings', '../../../mappings'].map((relative) => fileURLToPath(new URL(relative, import.meta.url)));
+  return candidates.find((dir) => existsSync(join(dir, SCOPES_FILE))) ?? candidates[0]!;
+}
 
 const FieldName = z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, 'must be a field name (letters and digits)');
 const Fields = z.array(FieldName);
@@ -207,7 +214,7 @@ function parseEndpoint(text: string): { method: V2Method; path: string } {
 }
 
 /** Does a scope entry (possibly a `prefix.*` wildcard) cover this v2 scope? */
-function entryMatches(entryName: string, scope: string): boolean {
+export function entryMatches(entryName: string, scope: string): boolean {
   return entryName === scope || (entryName.endsWith('.*') && scope.startsWith(entryName.slice(0, -1)));
 }
 

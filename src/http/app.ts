@@ -4,6 +4,7 @@ import type { Core } from '../core.js';
 import { AppError } from '../errors.js';
 import { registerRestRoutes } from './rest.js';
 import { registerDocs } from './openapi.js';
+import { registerV2Routes } from '../gateway/v2-routes.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -60,7 +61,12 @@ export async function buildApp(core: Core): Promise<FastifyInstance> {
   });
 
   app.get('/healthz', async () => ({ ok: true }));
+  // Unauthenticated like most Prometheus scrape targets: aggregate counters only, no key or company labels.
+  app.get('/metrics', async (_request, reply) =>
+    reply.type(core.metrics.registry.contentType).send(await core.metrics.registry.metrics()),
+  );
   registerRestRoutes(app, core);
+  registerV2Routes(app, core);
   await registerDocs(app, core);
   return app;
 }

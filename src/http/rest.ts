@@ -4,10 +4,10 @@ import { badRequest } from '../errors.js';
 import { OPERATIONS } from '../operations/index.js';
 import { invokeOperation, type AnyOperation } from '../operations/operation.js';
 
-/** The REST input of an operation: path parameters plus the query (GET) or the JSON body (writes). */
-function restInput(op: AnyOperation, request: FastifyRequest): Record<string, unknown> {
+/** The REST input of a call: path parameters plus the query (GET) or the JSON body (writes). The v2 gateway builds its document the same way. */
+export function restInput(method: AnyOperation['method'], request: FastifyRequest): Record<string, unknown> {
   const params = request.params as Record<string, string>;
-  if (op.method === 'GET') return { ...(request.query as Record<string, unknown>), ...params };
+  if (method === 'GET') return { ...(request.query as Record<string, unknown>), ...params };
   const body = request.body ?? {};
   if (typeof body !== 'object' || Array.isArray(body)) {
     throw badRequest('invalid_body', 'The request body must be a JSON object', [
@@ -24,7 +24,7 @@ export function registerRestRoutes(app: FastifyInstance, core: Core): void {
       url: op.path,
       handler: async (request, reply) => {
         const principal = await core.auth.authenticate(request.headers);
-        const data = await invokeOperation(op, { core, principal, requestId: request.id }, restInput(op, request));
+        const data = await invokeOperation(op, { core, principal, requestId: request.id }, restInput(op.method, request));
         return reply.status(op.successStatus).send({ ok: true, data, meta: { requestId: request.id } });
       },
     });

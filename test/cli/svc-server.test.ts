@@ -79,6 +79,7 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
     expect(seeded.code).toBe(0);
     const demo = JSON.parse(seeded.stdout);
     for (const who of ['admin', 'manager', 'employee']) expect(demo.apiKeys[who]).toMatch(/^svc_sk_/);
+    for (const which of ['full', 'addressOnly']) expect(demo.legacyKeys[which]).toMatch(/^lk_live_/);
 
     const again = run('seed', '--demo', '--json');
     expect(again.code).toBe(1);
@@ -106,6 +107,9 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
       const botMe = (await (await me(port, key.apiKey)).json()) as any;
       expect(botMe.data.capabilities).toEqual(['mcp:employees:read', 'mcp:teams:read']);
       expect((await me(port, second.apiKey)).status).toBe(401);
+      const legacyMe = await me(port, demo.legacyKeys.full);
+      expect(legacyMe.status).toBe(401);
+      expect(((await legacyMe.json()) as any).error.code).toBe('api_key_not_user_bound');
       if (backend === 'pglite') {
         const busy = run('keys', 'mint', '--user', 'bot@acme.example', '--capabilities', 'all');
         expect(busy.code).toBe(1);

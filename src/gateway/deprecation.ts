@@ -1,0 +1,44 @@
+import type { Sunset } from './mappings.js';
+
+export interface DeprecationVerdict {
+  /** Headers every v2 response carries, 410s included. */
+  headers: Record<string, string>;
+  /** Set when v2 no longer answers at `now`: a brownout window, or past the sunset. */
+  gone: null | { status: 410; code: 'v2_brownout' | 'v2_sunset'; message: string };
+}
+
+/** RFC 9745: a structured-field date, `@` + whole Unix seconds. */
+const structuredDate = (date: Date) => `@${Math.floor(date.getTime() / 1000)}`;
+
+/** The v2 deprecation signals at `now`; pure, so the clock is the caller's (tests move it). */
+export function deprecationVerdict(sunset: Sunset, now: Date, successorPath: string): DeprecationVerdict {
+  const successor = sunset.links.successor.replaceAll('{v4Path}', successorPath);
+  const headers = {
+    Deprecation: structuredDate(sunset.deprecation),
+    // RFC 8594 wants an IMF-fixdate, which is exactly what toUTCString produces.
+    Sunset: sunset.sunset.toUTCString(),
+    Link: `<${successor}>; rel="successor-version", <${sunset.links.migrationGuide}>; rel="deprecation"`,
+  };
+  if (now >= sunset.sunset) {
+    return {
+      headers,
+      gone: {
+        status: 410,
+        code: 'v2_sunset',
+        message: `API v2 was retired on ${sunset.sunset.toUTCString()}; use its v4 successor ${successor} (migration guide: ${sunset.links.migrationGuide})`,
+      },
+    };
+  }
+  const brownout = sunset.brownouts.find(({ start, end }) => now >= start && now < end);
+  if (brownout) {
+    return {
+      headers,
+      gone: {
+        status: 410,
+        code: 'v2_brownout',
+        message: `API v2 is in a scheduled brownout until ${brownout.end.toUTCString()} ahead of its sunset on ${sunset.sunset.toUTCString()}; use its v4 successor ${successor}`,
+      },
+    };
+  }
+  return { headers, gone: null };
+}

@@ -1,0 +1,209 @@
+import { z } from 'zod';
+import { AppError, badRequest, unprocessable } from '../errors.js';
+import { MAX_PAGE_SIZE } from '../operations/common.js';
+import { operationByName } from '../operations/index.js';
+import type { Transform } from './mappings.js';
+
+/*
+ * The executors of the named transforms of mappings/v2-routes.yaml. The maps compose them; this
+ * file knows no v2 endpoint. A Translation lives for one request, so lookups are cached per request.
+ */
+
+export type Doc = Record<string, unknown>;
+
+/** Calls a v4 operation with the bridge key; a v4 error is thrown as an AppError keeping its status, code and message. */
+export type V4Caller = (operation: string, input: Doc) => Promise<unknown>;
+
+/** A second call holding fields the first one refused: its `id` is the first result's `idFrom`. */
+export interface FollowUp {
+  operation: string;
+  idFrom: string;
+  fields: Doc;
+}
+
+type Op<K extends Transform['op']> = Extract<Transform, { op: K }>;
+
+const isDoc = (value: unknown): value is Doc => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function fieldError(field: string, rule: string, message: string): AppError {
+  return badRequest('validation_failed', `Invalid request: ${field}: ${message}`, [{ field, rule, message }]);
+}
+
+function rename(doc: Doc, { from, to }: Op<'rename'>): Doc {
+  if (!(from in doc)) return doc;
+  const { [from]: value, ...rest } = doc;
+  return { ...rest, [to]: value };
+}
+
+function moveInto(doc: Doc, { into, fields, keep }: Op<'move_into'>): Doc {
+  const present = fields.filter((field) => field in doc);
+  if (present.length === 0) return doc;
+  const out: Doc = {};
+  for (const [key, value] of Object.entries(doc)) {
+    if (!present.includes(key) || keep.includes(key)) out[key] = value;
+  }
+  out[into] = Object.fromEntries(present.map((field) => [field, doc[field]]));
+  return out;
+}
+
+function moveOutOf(doc: Doc, { from }: Op<'move_out_of'>): Doc {
+  if (doc[from] === undefined) return doc;
+  const { [from]: inner, ...rest } = doc;
+  if (!isDoc(inner)) throw fieldError(from, 'object', 'must be an object');
+  // The sub-object wins over a flat field of the same name: it is where v2 kept the value.
+  return { ...rest, ...inner };
+}
+
+function set(doc: Doc, { field, value, when_present, when_absent }: Op<'set'>): Doc {
+  if (when_present !== undefined && doc[when_present] === undefined) return doc;
+  if (when_absent !== undefined && doc[when_absent] !== undefined) return doc;
+  return { ...doc, [field]: value };
+}
+
+function pick(doc: Doc, { fields }: Op<'pick'>): Doc {
+  return Object.fromEntries(Object.entries(doc).filter(([key]) => fields.includes(key)));
+}
+
+/** A sub-object that is absent is not checked: the rule is about its contents when it is sent. */
+function requireFields(doc: Doc, { fields, within, allow_absent }: Op<'require'>): Doc {
+  const target = within === undefined ? doc : doc[within];
+  if (within !== undefined && target === undefined) return doc;
+  if (!isDoc(target)) throw fieldError(within ?? '(body)', 'object', 'must be an object');
+  for (const field of fields) {
+    const value = target[field];
+    const path = within === undefined ? field : `${within}.${field}`;
+    if (value === null || value === '' || (value === undefined && !allow_absent)) {
+      throw fieldError(path, 'required', allow_absent ? 'may be left out, but not cleared' : 'is required');
+    }
+  }
+  return doc;
+}
+
+function refuse(doc: Doc, { field, equals, status, message }: Op<'refuse'>): Doc {
+  const value = doc[field];
+  if (value === undefined || (equals !== undefined && String(value) !== equals)) return doc;
+  throw new AppError(status, 'unsupported_in_v2_gateway', message, [{ field, rule: 'refused', message }]);
+}
+
+/** The key of an operation's list envelope that holds the records (`teams`, `employees`, …). */
+function listKeyOf(operation: string): string {
+  const output = operationByName(operation)?.output;
+  const shape = output instanceof z.ZodObject ? (output.shape as Record<string, z.ZodType>) : {};
+  const key = Object.keys(shape).find((name) => shape[name] instanceof z.ZodArray);
+  if (!key) throw new Error(`v4 operation ${operation} does not answer a list envelope`);
+  return key;
+}
+
+function tooLarge(count: number, ceiling: number, operation: string): AppError {
+  return unprocessable(
+    'v2_list_too_large',
+    `This v2 list holds ${count} records, more than the ${ceiling} a v2 list may return (v2 lists are never truncated); use the v4 operation ${operation} with its cursor paging`,
+    { count, ceiling },
+  );
+}
+
+export class Translation {
+  private readonly lookups = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly call: V4Caller,
+    private readonly listCeiling: number,
+  ) {}
+
+  /** Every record of a v4 list, page by page from `first`; fails past the ceiling rather than truncate. */
+  async walkList(operation: string, input: Doc, key: string, first?: unknown): Promise<Doc[]> {
+    const records: Doc[] = [];
+    const pageInput = { ...input, limit: MAX_PAGE_SIZE };
+    let page = first ?? (await this.call(operation, pageInput));
+    for (;;) {
+      if (!isDoc(page) || !Array.isArray(page[key])) throw new Error(`v4 operation ${operation} answered no "${key}" list`);
+      const total = typeof page.totalCount === 'number' ? page.totalCount : 0;
+      records.push(...(page[key] as Doc[]));
+      if (Math.max(total, records.length) > this.listCeiling) throw tooLarge(Math.max(total, records.length), this.listCeiling, operation);
+      if (typeof page.nextCursor !== 'string') return records;
+      page = await this.call(operation, { ...pageInput, cursor: page.nextCursor });
+    }
+  }
+
+  /** The v4 input of a v2 document, and the follow-up calls it needs. */
+  async request(transforms: readonly Transform[], document: Doc): Promise<{ input: Doc; followUps: FollowUp[] }> {
+    let doc = document;
+    const followUps: FollowUp[] = [];
+    for (const t of transforms) {
+      if (t.op === 'follow_up') {
+        const held = t.fields.filter((field) => doc[field] !== undefined);
+        if (held.length > 0) followUps.push({ operation: t.operation, idFrom: t.id_from, fields: pick(doc, { op: 'pick', fields: held }) });
+        doc = Object.fromEntries(Object.entries(doc).filter(([key]) => !held.includes(key)));
+      } else if (t.op === 'unwrap_list') {
+        throw new Error('unwrap_list applies to a v4 result, not to a request');
+      } else {
+        doc = await this.apply(t, doc);
+      }
+    }
+    return { input: doc, followUps };
+  }
+
+  /** The v2 answer of a v4 result; `source` is the call that produced it, for walking further pages. */
+  async response(transforms: readonly Transform[], result: unknown, source: { operation: string; input: Doc }): Promise<unknown> {
+    let value = result;
+    for (const t of transforms) {
+      if (t.op === 'unwrap_list') {
+        value = await this.walkList(source.operation, source.input, t.key, value);
+      } else if (t.op === 'follow_up') {
+        throw new Error('follow_up applies to a request, not to a v4 result');
+      } else if (Array.isArray(value)) {
+        value = await Promise.all(value.map((element: Doc) => this.apply(t, element)));
+      } else if (isDoc(value)) {
+        value = await this.apply(t, value);
+      }
+    }
+    return value;
+  }
+
+  private async apply(t: Exclude<Transform, Op<'unwrap_list'> | Op<'follow_up'>>, doc: Doc): Promise<Doc> {
+    switch (t.op) {
+      case 'rename':
+        return rename(doc, t);
+      case 'move_into':
+        return moveInto(doc, t);
+      case 'move_out_of':
+        return moveOutOf(doc, t);
+      case 'set':
+        return set(doc, t);
+      case 'pick':
+        return pick(doc, t);
+      case 'require':
+        return requireFields(doc, t);
+      case 'refuse':
+        return refuse(doc, t);
+      case 'lookup':
+        return this.lookup(doc, t);
+    }
+  }
+
+  /** Replaces `from` by `to`; null stays null (no team). Unknown in a get is the v4 404; unknown in a list is null. */
+  private async lookup(doc: Doc, { from, to, operation, match, take }: Op<'lookup'>): Promise<Doc> {
+    if (!(from in doc)) return doc;
+    const { [from]: value, ...rest } = doc;
+    if (value === null || value === undefined) return { ...rest, [to]: value };
+    const op = operationByName(operation);
+    const byGet = op?.input instanceof z.ZodObject && match in op.input.shape;
+    let record: unknown;
+    if (byGet) {
+      record = await this.cached(`${operation}:${match}:${String(value)}`, () => this.call(operation, { [match]: value }));
+    } else {
+      const all = (await this.cached(operation, () => this.walkList(operation, {}, listKeyOf(operation)))) as Doc[];
+      record = all.find((element) => element[match] === value);
+    }
+    return { ...rest, [to]: isDoc(record) ? (record[take] ?? null) : null };
+  }
+
+  private cached(key: string, load: () => Promise<unknown>): Promise<unknown> {
+    let hit = this.lookups.get(key);
+    if (!hit) {
+      hit = load();
+      this.lookups.set(key, hit);
+    }
+    return hit;
+  }
+}

@@ -1,0 +1,189 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { API_KEY_PREFIX } from '../access/api-keys.js';
+import type { Core } from '../core.js';
+import { AppError, forbidden, unauthorized } from '../errors.js';
+import { restInput } from '../http/rest.js';
+import { MAX_PAGE_SIZE } from '../operations/common.js';
+import { operationByName } from '../operations/index.js';
+import { deprecationVerdict } from './deprecation.js';
+import { resolveLegacyKey, recordUsage, type LegacyKeyResolution } from './legacy-keys.js';
+import { entryMatches, scopeEntryFor, type Route } from './mappings.js';
+import { Translation, type Doc } from './translate.js';
+import { inProcessV4Client, type V4Client } from './v4-client.js';
+
+/*
+ * The v2 API, served from the maps: every route of mappings/v2-routes.yaml is translated to v4
+ * operations called with the legacy key's bridge key, so the core checks each v2 call like a v4 call.
+ */
+
+type ActiveKey = Extract<LegacyKeyResolution, { status: 'active' }>;
+type V4Route = Extract<Route, { kind: 'v4' }>;
+
+/** The v2 error shape: status, code and message (and details) of the v4 error, or of the gateway's. */
+function v2ErrorBody(error: AppError) {
+  const { status, code, message, details } = error;
+  return { error: { status, code, message, ...(details === undefined ? {} : { details }) } };
+}
+
+/** Framework errors (bad JSON, body too large) are the client's; anything else is ours. */
+function asAppError(error: FastifyError | Error): AppError {
+  if (error instanceof AppError) return error;
+  const status = (error as FastifyError).statusCode;
+  if (status !== undefined && status >= 400 && status < 500) return new AppError(status, 'invalid_request', error.message);
+  return new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
+}
+
+function outcomeOf(status: number): string {
+  if (status < 400) return 'ok';
+  if (status === 410) return 'gone';
+  if (status === 401 || status === 403) return 'denied';
+  if (status === 501) return 'no_successor';
+  return status >= 500 ? 'upstream_error' : 'invalid';
+}
+
+/** The v4 path of the route's first operation with the v2 path params filled in, in order. */
+function successorPath(route: Route, params: Record<string, string>): string {
+  if (route.kind === 'passthrough') return '/v4';
+  const v4Path = operationByName(route.v4[0]!.operation)?.path ?? '/v4';
+  const values = Object.values(params);
+  return v4Path.replace(/:[A-Za-z]+/g, (segment) => params[segment.slice(1)] ?? values.shift() ?? segment);
+}
+
+async function activeKey(core: Core, request: FastifyRequest): Promise<ActiveKey & { rawKey: string }> {
+  const raw = request.headers['x-api-key'];
+  if (raw === undefined || raw === '') throw unauthorized('missing_api_key', 'Send your v2 API key in the X-API-KEY header');
+  if (Array.isArray(raw)) throw unauthorized('ambiguous_credentials', 'Send the X-API-KEY header once');
+  if (raw.startsWith(API_KEY_PREFIX)) {
+    throw unauthorized(
+      'v4_key_on_v2',
+      `v2 takes legacy keys only; a v4 key (${API_KEY_PREFIX}…) works on the v4 API, to which this endpoint has a successor`,
+    );
+  }
+  const key = await resolveLegacyKey(core, raw);
+  if (key.status === 'unknown') throw unauthorized('invalid_api_key', 'The API key is unknown');
+  if (key.status === 'disabled') throw unauthorized('legacy_key_disabled', 'This legacy key has been disabled; migrate to a v4 key');
+  return { ...key, rawKey: raw };
+}
+
+interface Answer {
+  status: number;
+  body: unknown;
+  /** Set for a forwarded answer, which is passed on verbatim. */
+  contentType?: string;
+}
+
+/** Calls the route's v4 operations and follow-ups with the bridge key and translates both ways. */
+async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey, document: Doc): Promise<Answer> {
+  const bridgeKey = key.bridgeApiKey;
+  // A key holding a scope with a v4 successor always has a bridge key (see createLegacyKey).
+  if (!bridgeKey) throw new Error(`legacy key ${key.legacyKeyId} holds ${route.scope} but has no bridge key`);
+  const call = async (operation: string, input: Doc) => {
+    const { status, body } = await v4.call(operation, input, bridgeKey);
+    if (!body.ok) throw new AppError(status, body.error.code, body.error.message, body.error.details);
+    return { status, data: body.data };
+  };
+  const translation = new Translation(async (operation, input) => (await call(operation, input)).data, core.mappings.sunset.listCeiling);
+  const translated = await translation.request(route.request, document);
+  const { followUps } = translated;
+  // A v2 list walks every page: the first one as large as the later ones, so its cursor fits them.
+  const input = route.response.some((t) => t.op === 'unwrap_list') ? { ...translated.input, limit: MAX_PAGE_SIZE } : translated.input;
+  let answer = { status: 200, data: undefined as unknown };
+  let source = { operation: route.v4[0]!.operation, input };
+  for (const { operation } of route.v4) {
+    source = { operation, input };
+    answer = await call(operation, input);
+  }
+  for (const followUp of followUps) {
+    const id = (answer.data as Doc)[followUp.idFrom];
+    answer = { status: answer.status, data: (await call(followUp.operation, { ...followUp.fields, id })).data };
+  }
+  return { status: answer.status, body: await translation.response(route.response, answer.data, source) };
+}
+
+function noSuccessor(core: Core, route: Route): AppError {
+  const reason = scopeEntryFor(core.mappings.scopes, route.scope)?.reason;
+  return new AppError(
+    501,
+    'no_v4_successor',
+    `${route.method} ${route.path} (scope ${route.scope}) has no v4 successor${reason ? ` (${reason})` : ''}: it stays on v2, and no legacy v2 upstream (LEGACY_V2_UPSTREAM) is configured to serve it`,
+  );
+}
+
+/** Forwards the call unchanged (same path, query, key and body) to the legacy v2 API and passes its answer on. */
+async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest, rawKey: string): Promise<Answer> {
+  const { legacyV2Upstream, legacyV2TimeoutMs } = core.config;
+  if (!legacyV2Upstream) throw noSuccessor(core, route);
+  const url = `${legacyV2Upstream.replace(/\/+$/, '')}${request.url.slice(core.mappings.sunset.prefix.length)}`;
+  const hasBody = route.method !== 'GET';
+  try {
+    const response = await fetch(url, {
+      method: route.method,
+      headers: {
+        'x-api-key': rawKey,
+        'x-request-id': request.id,
+        accept: 'application/json',
+        ...(hasBody ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(hasBody ? { body: JSON.stringify(request.body ?? {}) } : {}),
+      signal: AbortSignal.timeout(legacyV2TimeoutMs),
+    });
+    return { status: response.status, body: await response.text(), contentType: response.headers.get('content-type') ?? 'application/json' };
+  } catch (error) {
+    if (error instanceof Error && error.name === 'TimeoutError') {
+      core.metrics.gateway.recordUpstreamError('legacy_v2_timeout');
+      throw new AppError(504, 'v2_upstream_timeout', `The legacy v2 API did not answer ${route.method} ${route.path} within ${legacyV2TimeoutMs} ms`);
+    }
+    core.metrics.gateway.recordUpstreamError('legacy_v2_unreachable');
+    throw new AppError(502, 'v2_upstream_unavailable', `The legacy v2 API could not be reached for ${route.method} ${route.path}; try again later`);
+  }
+}
+
+export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = (id) => inProcessV4Client(core, id)): void {
+  const { sunset, scopes } = core.mappings;
+  for (const route of core.mappings.routes) {
+    const routeLabel = `${route.method} ${route.path}`;
+    const capability = scopeEntryFor(scopes, route.scope)?.capability ?? 'none';
+    app.route({
+      method: route.method,
+      url: `${sunset.prefix}${route.path}`,
+      // Every v2 answer, 410 and errors included, carries the deprecation signals.
+      onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+        const verdict = deprecationVerdict(sunset, core.now(), successorPath(route, request.params as Record<string, string>));
+        void reply.headers(verdict.headers);
+        if (verdict.gone) {
+          const { status, code, message } = verdict.gone;
+          return reply.status(status).send(v2ErrorBody(new AppError(status, code, message)));
+        }
+      },
+      onResponse: async (_request: FastifyRequest, reply: FastifyReply) => {
+        const outcome = outcomeOf(reply.statusCode);
+        core.metrics.gateway.recordV2Request({ route: routeLabel, scope: route.scope, capability, outcome }, reply.elapsedTime / 1000);
+      },
+      errorHandler: (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
+        const appError = asAppError(error);
+        if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
+        void reply.status(appError.status).send(v2ErrorBody(appError));
+      },
+      handler: async (request, reply) => {
+        const key = await activeKey(core, request);
+        if (!key.scopes.some((held) => entryMatches(held, route.scope))) {
+          throw forbidden('missing_scope', `This legacy key lacks the v2 scope ${route.scope}, which ${routeLabel} requires`, {
+            required: route.scope,
+          });
+        }
+        // Usage is counted before answering, failures included, so the audit never lags the caller.
+        let answer: Answer;
+        try {
+          answer =
+            route.kind === 'passthrough'
+              ? await forwardToLegacy(core, route, request, key.rawKey)
+              : await serveV4(core, v4For(request.id), route, key, restInput(route.method, request));
+        } finally {
+          await recordUsage(core.db, key.legacyKeyId, routeLabel, route.scope, core.now());
+        }
+        if (answer.contentType) void reply.type(answer.contentType);
+        return reply.status(answer.status).send(answer.body);
+      },
+    });
+  }
+}

@@ -1,0 +1,68 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { deprecationVerdict } from '../../src/gateway/deprecation.js';
+import { loadMappings } from '../../src/gateway/mappings.js';
+
+const { sunset } = loadMappings(join(import.meta.dirname, '../../mappings'));
+const at = (iso: string) => new Date(iso);
+const verdict = (iso: string) => deprecationVerdict(sunset, at(iso), '/v4/employees/emp_1');
+
+describe('deprecationVerdict', () => {
+  it('sends the three signals in their RFC formats', () => {
+    expect(verdict('2026-06-01T00:00:00Z').headers).toEqual({
+      Deprecation: '@1751328000',
+      Sunset: 'Fri, 01 Jan 2027 00:00:00 GMT',
+      Link: '</v4/employees/emp_1>; rel="successor-version", <https://docs.device-lifecycle.example/migrate/v2-to-v4>; rel="deprecation"',
+    });
+  });
+
+  it('fills {v4Path} into a successor template with a host', () => {
+    const withHost = { ...sunset, links: { ...sunset.links, successor: 'https://api.example{v4Path}' } };
+    expect(deprecationVerdict(withHost, at('2026-06-01T00:00:00Z'), '/v4/teams').headers.Link).toMatch(
+      /^<https:\/\/api\.example\/v4\/teams>; rel="successor-version", /,
+    );
+  });
+
+  it('answers normally before the first brownout and between brownouts', () => {
+    expect(verdict('2026-12-01T13:59:59Z').gone).toBeNull();
+    expect(verdict('2026-12-10T00:00:00Z').gone).toBeNull();
+  });
+
+  it.each([
+    ['2026-12-01T14:00:00Z', 'Tue, 01 Dec 2026 17:00:00 GMT'],
+    ['2026-12-01T16:59:59Z', 'Tue, 01 Dec 2026 17:00:00 GMT'],
+    ['2026-12-15T14:00:00Z', 'Tue, 15 Dec 2026 20:00:00 GMT'],
+    ['2026-12-15T19:59:59Z', 'Tue, 15 Dec 2026 20:00:00 GMT'],
+  ])('is 410 v2_brownout inside a window (%s), naming its end and the successor', (now, end) => {
+    const { headers, gone } = verdict(now);
+    expect(gone).toMatchObject({ status: 410, code: 'v2_brownout' });
+    expect(gone?.message).toContain(end);
+    expect(gone?.message).toContain('/v4/employees/emp_1');
+    expect(headers.Sunset).toBe('Fri, 01 Jan 2027 00:00:00 GMT');
+  });
+
+  it('answers again at the end of a window (the end is exclusive)', () => {
+    expect(verdict('2026-12-01T17:00:00Z').gone).toBeNull();
+    expect(verdict('2026-12-15T20:00:00Z').gone).toBeNull();
+  });
+
+  it('still answers just before the sunset', () => {
+    expect(verdict('2026-12-31T23:59:59Z').gone).toBeNull();
+  });
+
+  it.each(['2027-01-01T00:00:00Z', '2028-05-01T00:00:00Z'])('is 410 v2_sunset at and after the sunset (%s)', (now) => {
+    const { headers, gone } = verdict(now);
+    expect(gone).toMatchObject({ status: 410, code: 'v2_sunset' });
+    expect(gone?.message).toContain('/v4/employees/emp_1');
+    expect(gone?.message).toContain('Fri, 01 Jan 2027 00:00:00 GMT');
+    expect(headers.Deprecation).toBe('@1751328000');
+  });
+
+  it('follows an operator extending the sunset', () => {
+    const extended = { ...sunset, sunset: at('2027-07-01T00:00:00Z') };
+    expect(deprecationVerdict(extended, at('2027-03-01T00:00:00Z'), '/v4/teams').gone).toBeNull();
+    expect(deprecationVerdict(extended, at('2027-03-01T00:00:00Z'), '/v4/teams').headers.Sunset).toBe(
+      'Thu, 01 Jul 2027 00:00:00 GMT',
+    );
+  });
+});
