@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { baseUrlOf, ConfigError, loadConfig, type Config } from './config.js';
 import { z } from 'zod';
+import type { FastifyInstance } from 'fastify';
 import type { Core } from './core.js';
 import { AppError, validationError } from './errors.js';
 import type { LegacyKeySummary } from './gateway/legacy-keys.js';
@@ -55,6 +56,20 @@ async function withCore<T>(flags: StoreFlags, work: (core: Core) => Promise<T>):
 
 function output(flags: StoreFlags, data: unknown, human: string): void {
   process.stdout.write(flags.json ? `${JSON.stringify(data, null, 2)}\n` : `${human}\n`);
+}
+
+/** Listens until SIGINT or SIGTERM, then closes the app and the store; returns the URL it serves. */
+async function listenUntilSignalled(app: FastifyInstance, core: Core, config: Config): Promise<string> {
+  const shutdown = async (signal: string) => {
+    core.logger.info({ signal }, 'shutting down');
+    await app.close();
+    await core.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  await app.listen({ port: config.port, host: config.host });
+  return baseUrlOf({ ...config, port: (app.server.address() as { port: number }).port });
 }
 
 function demoKeysFile(config: Config): string | undefined {
@@ -146,17 +161,30 @@ export function buildProgram(): Command {
       }
     }
     const app = await buildApp(core);
-    const shutdown = async (signal: string) => {
-      core.logger.info({ signal }, 'shutting down');
-      await app.close();
-      await core.close();
-      process.exit(0);
-    };
-    process.once('SIGINT', () => void shutdown('SIGINT'));
-    process.once('SIGTERM', () => void shutdown('SIGTERM'));
-    await app.listen({ port: config.port, host: config.host });
-    const url = baseUrlOf({ ...config, port: (app.server.address() as { port: number }).port });
+    const url = await listenUntilSignalled(app, core, config);
     output(flags, { url, store: core.db.kind, ...(demo ? { demo } : {}) }, `Serving ${url}  (API docs: ${url}/docs, store: ${core.db.kind})`);
+  });
+
+  storeOptions(
+    program
+      .command('gateway')
+      .description('run the v2 gateway as its own process in front of a running core (PostgreSQL only)')
+      .addOption(new Option('--upstream <url>', 'base URL of the core').env('V4_UPSTREAM').makeOptionMandatory())
+      .addOption(new Option('--port <port>', 'port (env PORT, default 3001)'))
+      .addOption(new Option('--host <host>', 'interface (env HOST, default 127.0.0.1)')),
+  ).action(async (flags: StoreFlags & { upstream: string; port?: string; host?: string }) => {
+    const config = configFrom(flags);
+    // The gateway reads legacy keys and writes usage in the core's database; an embedded store cannot be shared.
+    if (!config.databaseUrl) {
+      throw new ConfigError('svc-server gateway shares the core’s PostgreSQL database: set DATABASE_URL (or --database-url) to the one the core uses');
+    }
+    const upstream = z.url({ protocol: /^https?$/ }).safeParse(flags.upstream);
+    if (!upstream.success) throw new ConfigError(`--upstream must be the core’s http(s) base URL, got ${flags.upstream}`);
+    const [{ createCore }, { buildGatewayApp }] = await Promise.all([import('./core.js'), import('./gateway/gateway-app.js')]);
+    const core = await createCore(config);
+    const app = await buildGatewayApp(core, upstream.data);
+    const url = await listenUntilSignalled(app, core, config);
+    output(flags, { url, upstream: upstream.data }, `Gateway serving ${url} in front of ${upstream.data}`);
   });
 
   storeOptions(program.command('migrate').description('apply pending schema migrations')).action(async (flags: StoreFlags) => {

@@ -129,13 +129,23 @@ async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest
     });
     return { status: response.status, body: await response.text(), contentType: response.headers.get('content-type') ?? 'application/json' };
   } catch (error) {
-    if (error instanceof Error && error.name === 'TimeoutError') {
-      core.metrics.gateway.recordUpstreamError('legacy_v2_timeout');
-      throw new AppError(504, 'v2_upstream_timeout', `The legacy v2 API did not answer ${route.method} ${route.path} within ${legacyV2TimeoutMs} ms`);
-    }
-    core.metrics.gateway.recordUpstreamError('legacy_v2_unreachable');
-    throw new AppError(502, 'v2_upstream_unavailable', `The legacy v2 API could not be reached for ${route.method} ${route.path}; try again later`);
+    throw upstreamFailure(core, error, { kind: 'legacy_v2', name: 'The legacy v2 API', call: `${route.method} ${route.path}`, timeoutMs: legacyV2TimeoutMs });
   }
+}
+
+/** A failed fetch to an upstream (the legacy v2 API, or the v4 core when the gateway runs apart) as the v2 error, counted. */
+export function upstreamFailure(
+  core: Core,
+  error: unknown,
+  upstream: { kind: string; name: string; call: string; timeoutMs: number },
+): AppError {
+  const { kind, name, call, timeoutMs } = upstream;
+  if (error instanceof Error && error.name === 'TimeoutError') {
+    core.metrics.gateway.recordUpstreamError(`${kind}_timeout`);
+    return new AppError(504, 'v2_upstream_timeout', `${name} did not answer ${call} within ${timeoutMs} ms`);
+  }
+  core.metrics.gateway.recordUpstreamError(`${kind}_unreachable`);
+  return new AppError(502, 'v2_upstream_unavailable', `${name} could not be reached for ${call}; try again later`);
 }
 
 export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = (id) => inProcessV4Client(core, id)): void {

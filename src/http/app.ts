@@ -31,8 +31,8 @@ function toAppError(error: FastifyError | Error): AppError {
   return new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
 }
 
-/** Builds the whole HTTP service on a core; never listens (the caller decides). */
-export async function buildApp(core: Core): Promise<FastifyInstance> {
+/** The frame every deployment shares: request ids, the v4 error shape, /healthz and /metrics. */
+export function baseApp(core: Core): FastifyInstance {
   const app = Fastify({
     loggerInstance: core.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -65,6 +65,12 @@ export async function buildApp(core: Core): Promise<FastifyInstance> {
   app.get('/metrics', async (_request, reply) =>
     reply.type(core.metrics.registry.contentType).send(await core.metrics.registry.metrics()),
   );
+  return app;
+}
+
+/** Builds the whole HTTP service on a core; never listens (the caller decides). */
+export async function buildApp(core: Core): Promise<FastifyInstance> {
+  const app = baseApp(core);
   registerRestRoutes(app, core);
   registerV2Routes(app, core);
   await registerDocs(app, core);

@@ -1,9 +1,13 @@
+import type { FastifyInstance } from 'fastify';
 import nock from 'nock';
+import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createCore } from '../../src/core.js';
+import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
 import { createLegacyKey, disableLegacyKey, legacyKeyUsage, resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
 import { sql } from '../../src/store/sql.js';
-import { backends, client, startTestApp, type ApiResponse, type TestApp } from '../helpers/harness.js';
+import { backends, client, startTestApp, type ApiResponse, type Backend, type TestApp } from '../helpers/harness.js';
 
 /*
  * One golden test per v2 route of the maps: the exact v2 answer of a legacy key with every scope,
@@ -33,13 +37,36 @@ interface Golden {
   expected: (res: ApiResponse) => Promise<unknown>;
 }
 
-describe.each(backends())('v2 gateway golden answers [%s]', (backend) => {
+/** The gateway in the service (together), or as its own app and core on the same schema, calling the service over HTTP (apart; PostgreSQL only). */
+type Deployment = 'together' | 'apart';
+const DEPLOYMENTS = backends().flatMap((backend): [Backend, Deployment][] =>
+  backend === 'postgres' ? [[backend, 'together'], [backend, 'apart']] : [[backend, 'together']],
+);
+
+async function startGateway(t: TestApp, deployment: Deployment): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
+  if (deployment === 'together') return { app: t.app, close: async () => {} };
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const [row] = await t.core.db.query<{ schema: string }>(sql`SELECT current_schema() AS schema`);
+  const core = await createCore(t.core.config, { logger: pino({ level: 'silent' }), now: () => NOW, schema: row!.schema });
+  const app = await buildGatewayApp(core, `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`);
+  await app.ready();
+  return {
+    app,
+    async close() {
+      await app.close();
+      await core.close();
+    },
+  };
+}
+
+describe.each(DEPLOYMENTS)('v2 gateway golden answers [%s, %s]', (backend, deployment) => {
   let t: TestApp;
+  let gateway: Awaited<ReturnType<typeof startGateway>>;
   let v2Key: string;
   let bridge: ReturnType<typeof client>;
 
   const v2 = (key: string | undefined, method: Method, url: string, body?: Doc) =>
-    client(t.app, key)[method === 'GET' ? 'get' : method === 'POST' ? 'post' : 'patch'](url, body);
+    client(gateway.app, key)[method === 'GET' ? 'get' : method === 'POST' ? 'post' : 'patch'](url, body);
   const v4Data = async (url: string) => {
     const res = await bridge.get(url);
     expect(res.status, url).toBe(200);
@@ -72,6 +99,7 @@ describe.each(backends())('v2 gateway golden answers [%s]', (backend) => {
 
   beforeAll(async () => {
     t = await startTestApp(backend, { core: { now: () => NOW } });
+    gateway = await startGateway(t, deployment);
     const created = await createLegacyKey(t.core, mappings, {
       companyId: t.demo.companies.acme,
       name: 'golden',
@@ -80,9 +108,13 @@ describe.each(backends())('v2 gateway golden answers [%s]', (backend) => {
     v2Key = created.rawKey!;
     const resolved = await resolveLegacyKey(t.core, v2Key);
     if (resolved.status !== 'active' || !resolved.bridgeApiKey) throw new Error('expected a bridged key');
-    bridge = client(t.app, resolved.bridgeApiKey);
+    // Apart, v4 reads go through the gateway's proxy too.
+    bridge = client(gateway.app, resolved.bridgeApiKey);
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await gateway.close();
+    await t.close();
+  });
 
   const goldens = (): Record<string, Golden> => {
     const { eve, dana, erik, hans, sofia } = t.demo.employees;

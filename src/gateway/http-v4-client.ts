@@ -1,0 +1,68 @@
+import type { Core } from '../core.js';
+import { operationByName } from '../operations/index.js';
+import { upstreamFailure } from './v2-routes.js';
+import type { V4Client, V4Envelope } from './v4-client.js';
+
+/** The operation's path with its `:params` filled from the input; the rest of the input goes in the query or the body. */
+function requestOf(path: string, input: Record<string, unknown>): { path: string; rest: Record<string, unknown> } {
+  const rest = { ...input };
+  const filled = path.replace(/:([A-Za-z]+)/g, (_segment, name: string) => {
+    const value = rest[name];
+    delete rest[name];
+    return encodeURIComponent(String(value));
+  });
+  return { path: filled, rest };
+}
+
+function queryString(input: Record<string, unknown>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(input)) {
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [value]) query.append(name, String(item));
+  }
+  const text = query.toString();
+  return text ? `?${text}` : '';
+}
+
+function isEnvelope(body: unknown): body is V4Envelope {
+  return typeof body === 'object' && body !== null && typeof (body as { ok?: unknown }).ok === 'boolean';
+}
+
+/**
+ * The v4 client of the separate gateway process: the same calls as the in-process client, over
+ * HTTP to the core. fetch keeps connections to the core alive between calls.
+ */
+export function httpV4Client(core: Core, upstreamUrl: string, requestId: string, timeoutMs = core.config.legacyV2TimeoutMs): V4Client {
+  const base = upstreamUrl.replace(/\/+$/, '');
+  return {
+    async call(operation, input, apiKey) {
+      const op = operationByName(operation);
+      // The maps were checked against the operation table at start, so this is our fault, not the caller's.
+      if (!op) throw new Error(`v4 operation ${operation} is not in the operation table`);
+      const { path, rest } = requestOf(op.path, input);
+      const hasBody = op.method !== 'GET';
+      const upstream = { kind: 'v4', name: 'The v4 core', call: `${op.method} ${op.path}`, timeoutMs };
+      let response: Response;
+      let body: unknown;
+      try {
+        response = await fetch(`${base}${path}${hasBody ? '' : queryString(rest)}`, {
+          method: op.method,
+          headers: {
+            'x-api-key': apiKey,
+            'x-request-id': requestId,
+            accept: 'application/json',
+            ...(hasBody ? { 'content-type': 'application/json' } : {}),
+          },
+          ...(hasBody ? { body: JSON.stringify(rest) } : {}),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        body = await response.json();
+      } catch (error) {
+        throw upstreamFailure(core, error, upstream);
+      }
+      // Anything but a v4 envelope (a proxy's error page, say) means the core was not the one answering.
+      if (!isEnvelope(body)) throw upstreamFailure(core, new Error('not a v4 envelope'), upstream);
+      return { status: response.status, body };
+    },
+  };
+}

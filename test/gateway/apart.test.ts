@@ -1,0 +1,215 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
+import { loadConfig } from '../../src/config.js';
+import { createCore, type Core } from '../../src/core.js';
+import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
+import { backends, client, TEST_SECRET_KEY } from '../helpers/harness.js';
+
+/*
+ * The separate deployment: the core runs as its own process, the gateway in this one on the same
+ * PostgreSQL schema, reaching the core over HTTP. PGlite cannot be shared, so PostgreSQL only.
+ */
+
+const ENTRY = ['--import', 'tsx', 'src/main.ts'];
+// Outside the brownouts of sunset.yaml, so v2 answers.
+const NOW = new Date('2026-06-01T12:00:00Z');
+type Doc = Record<string, unknown>;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntilUp(url: string): Promise<boolean> {
+  for (let i = 0; i < 120; i++) {
+    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) return true;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
+async function adminQuery(text: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+  await admin.connect();
+  await admin.query(text);
+  await admin.end();
+}
+
+describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from the core [%s]', () => {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  let env: NodeJS.ProcessEnv;
+  let coreProcess: ChildProcess;
+  let core: Core;
+  let gateway: FastifyInstance;
+  let upstream: string;
+  let demo: { apiKeys: Record<string, string>; legacyKeys: { full: string; addressOnly: string } };
+
+  beforeAll(async () => {
+    await adminQuery(`CREATE SCHEMA ${schema}`);
+    const url = new URL(inject('postgresUrl'));
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    env = { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: url.toString(), SVC_SECRET_KEY: TEST_SECRET_KEY };
+    const seeded = spawnSync(process.execPath, [...ENTRY, 'seed', '--demo', '--json'], { env, encoding: 'utf8', timeout: 60_000 });
+    expect(seeded.status, seeded.stderr).toBe(0);
+    demo = JSON.parse(seeded.stdout);
+
+    const port = await freePort();
+    coreProcess = spawn(process.execPath, [...ENTRY, 'serve', '--port', String(port)], { env, stdio: 'ignore' });
+    upstream = `http://127.0.0.1:${port}`;
+    if (!(await waitUntilUp(upstream))) throw new Error('the core did not start');
+
+    const config = loadConfig({}, { databaseUrl: url.toString(), secretKey: TEST_SECRET_KEY, logLevel: 'silent', legacyV2TimeoutMs: 2000 });
+    core = await createCore(config, { logger: pino({ level: 'silent' }), now: () => NOW });
+    gateway = await buildGatewayApp(core, upstream);
+    await gateway.ready();
+  }, 120_000);
+
+  afterAll(async () => {
+    if (coreProcess?.exitCode === null) coreProcess.kill('SIGKILL');
+    await gateway?.close();
+    await core?.close();
+    await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
+  });
+
+  /** A counter of the gateway's own /metrics (0 before its first increment). */
+  const metric = async (series: string): Promise<number> => {
+    const text = (await gateway.inject({ method: 'GET', url: '/metrics' })).body;
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line ? Number(line.slice(series.length + 1)) : 0;
+  };
+  const employees = async (): Promise<Doc[]> => (await client(gateway, demo.legacyKeys.full).get('/v2/employees')).body;
+
+  it('answers a v2 list as a bare array and a v2 read with the legacy fields', async () => {
+    const list = await employees();
+    expect(Array.isArray(list)).toBe(true);
+    const eve = list.find((e) => e.email === 'eve@acme.example');
+    expect(eve).toMatchObject({ deliveryAddress: { city: 'San Francisco', country: 'US' } });
+
+    const read = await client(gateway, demo.legacyKeys.full).get(`/v2/employees/${eve!.id as string}`);
+    expect(read.status).toBe(200);
+    expect(read.body).toHaveProperty('secondaryEmail');
+    expect(read.body).toMatchObject({ id: eve!.id, deliveryAddress: { city: 'San Francisco', country: 'US' } });
+    expect(read.headers.sunset).toBeDefined();
+  });
+
+  it('creates through the core, follow-up included', async () => {
+    const res = await client(gateway, demo.legacyKeys.full).post('/v2/employees', {
+      displayName: 'Vera Vintage',
+      email: 'vera@acme.example',
+      secondaryEmail: 'vera@home.example',
+      deliveryAddress: { addressOne: 'Hauptstraße 1', addressTwo: 'Hinterhaus', city: 'Berlin', zipCode: '10115', country: 'DE', phone: '+49 30 1234' },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ secondaryEmail: 'vera@home.example', deliveryAddress: { addressTwo: 'Hinterhaus', phone: '+49 30 1234' } });
+    // The core stored it: its v4 read through the proxy agrees.
+    const v4 = await client(gateway, demo.apiKeys.admin).get(`/v4/employees/${res.body.id as string}`);
+    expect(v4.status).toBe(200);
+    expect(v4.body.data).toMatchObject({ email: 'vera@acme.example', personalEmail: 'vera@home.example' });
+  });
+
+  it('keeps the v2 403 of a key lacking the route scope', async () => {
+    const [someone] = await employees();
+    const res = await client(gateway, demo.legacyKeys.addressOnly).patch(`/v2/employees/${someone!.id as string}`, { displayName: 'X' });
+    expect(res.status).toBe(403);
+    expect(res.body.error).toMatchObject({ status: 403, code: 'missing_scope' });
+  });
+
+  it('proxies v4 to the core, and refuses a legacy key there itself', async () => {
+    const me = await client(gateway, demo.apiKeys.admin, { 'x-request-id': 'apart-me-1' }).get('/v4/me');
+    expect(me.status).toBe(200);
+    expect(me.body.data.user.email).toBe('admin@demo.example');
+    expect(me.headers['x-request-id']).toBe('apart-me-1');
+    expect(me.body.meta.requestId).toBe('apart-me-1');
+
+    const before = await metric('svc_v4_legacy_key_rejections_total{surface="rest"}');
+    const legacy = await client(gateway, demo.legacyKeys.full).get('/v4/me');
+    expect(legacy.status).toBe(401);
+    expect(legacy.body.error).toEqual({ code: 'api_key_not_user_bound', message: NOT_USER_BOUND_MESSAGE });
+    expect(await metric('svc_v4_legacy_key_rejections_total{surface="rest"}')).toBe(before + 1);
+  });
+
+  it('passes Mcp-Session-Id both ways and streams the answer', async () => {
+    // A stand-in MCP endpoint: the core has none yet, and the proxy must not care what answers.
+    const seen: string[] = [];
+    const mcp = createHttpServer((req, res) => {
+      seen.push(String(req.headers['mcp-session-id']));
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'session-2' });
+      res.write('data: one\n\n');
+      setTimeout(() => res.end('data: two\n\n'), 20);
+    });
+    await new Promise<void>((resolve) => mcp.listen(0, '127.0.0.1', resolve));
+    const proxied = await buildGatewayApp(core, `http://127.0.0.1:${(mcp.address() as AddressInfo).port}`);
+    try {
+      const res = await proxied.inject({ method: 'POST', url: '/mcp', headers: { 'mcp-session-id': 'session-1', 'content-type': 'application/json' }, payload: '{}' });
+      expect(res.statusCode).toBe(200);
+      expect(seen).toEqual(['session-1']);
+      expect(res.headers['mcp-session-id']).toBe('session-2');
+      expect(res.body).toBe('data: one\n\ndata: two\n\n');
+    } finally {
+      await proxied.close();
+      mcp.close();
+    }
+  });
+
+  it('answers 504 in the v2 shape when the core is too slow', async () => {
+    const silent = createHttpServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const slow = await buildGatewayApp(core, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`);
+    try {
+      const res = await client(slow, demo.legacyKeys.full).get('/v2/teams');
+      expect(res.status).toBe(504);
+      expect(res.body.error).toMatchObject({ status: 504, code: 'v2_upstream_timeout' });
+      expect(res.body.error.message).toContain('2000 ms');
+    } finally {
+      await slow.close();
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
+  it('runs as svc-server gateway, and refuses to without PostgreSQL', async () => {
+    const port = await freePort();
+    const gatewayProcess = spawn(process.execPath, [...ENTRY, 'gateway', '--upstream', upstream, '--port', String(port)], { env, stdio: 'ignore' });
+    const exited = new Promise((resolve) => gatewayProcess.once('exit', resolve));
+    try {
+      expect(await waitUntilUp(`http://127.0.0.1:${port}`)).toBe(true);
+      // /v4 rather than /v2, whose answer depends on today's place in the sunset calendar.
+      const me = (key: string) => fetch(`http://127.0.0.1:${port}/v4/me`, { headers: { 'x-api-key': key } });
+      expect((await me(demo.apiKeys.admin!)).status).toBe(200);
+      expect((await me(demo.legacyKeys.full)).status).toBe(401);
+    } finally {
+      gatewayProcess.kill('SIGTERM');
+      await exited;
+    }
+    const embedded = spawnSync(process.execPath, [...ENTRY, 'gateway', '--upstream', upstream], {
+      env: { ...env, DATABASE_URL: '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(embedded.status).toBe(1);
+    expect(embedded.stderr).toContain('set DATABASE_URL');
+  });
+
+  it('answers 502 in the v2 shape, promptly, once the core is down', async () => {
+    const exited = new Promise((resolve) => coreProcess.once('exit', resolve));
+    coreProcess.kill('SIGTERM');
+    await exited;
+    const started = Date.now();
+    const res = await client(gateway, demo.legacyKeys.full).get('/v2/teams');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(res.status).toBe(502);
+    expect(res.body.error).toMatchObject({ status: 502, code: 'v2_upstream_unavailable' });
+    expect(await metric('svc_v2_upstream_errors_total{kind="v4_unreachable"}')).toBe(1);
+  });
+});
