@@ -38,7 +38,12 @@ export function teamScope(p: Principal, companyIds: readonly string[], alias = '
   }
 }
 
-export function deviceScope(p: Principal, companyIds: readonly string[], alias = 'd'): Sql {
+/**
+ * Rows that belong to an employee or to a place: devices (assigned, or unassigned stock) and
+ * orders (for an employee, or a purchase into inventory). A manager sees those of the employees
+ * they see, and the unattached ones located in their regions; an employee only their own.
+ */
+function employeeOrRegionScope(p: Principal, companyIds: readonly string[], alias: string): Sql {
   const a = raw(alias);
   const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
   switch (p.role) {
@@ -52,27 +57,15 @@ export function deviceScope(p: Principal, companyIds: readonly string[], alias =
       return sql`(${company} AND ${a}.employee_id = ${p.employeeId})`;
   }
 }
+
+export const deviceScope = (p: Principal, companyIds: readonly string[], alias = 'd'): Sql =>
+  employeeOrRegionScope(p, companyIds, alias);
 
 /** Company addresses are company-wide: everyone in the company with the capability sees them. */
 export function companyScope(companyIds: readonly string[], alias: string): Sql {
   return sql`${raw(alias)}.company_id = ANY(${[...companyIds]}::text[])`;
 }
 
-/**
- * Orders follow the employee they concern; an order with no employee (purchase into inventory)
- * is visible to a manager when its destination country is one of their regions.
- */
-export function orderScope(p: Principal, companyIds: readonly string[], alias = 'o'): Sql {
-  const a = raw(alias);
-  const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
-  switch (p.role) {
-    case 'admin':
-      return company;
-    case 'manager':
-      return sql`(${company} AND (
-        ${a}.employee_id IN (SELECT e.id FROM employees e WHERE ${employeeScope(p, companyIds, 'e')})
-        OR (${a}.employee_id IS NULL AND ${a}.country = ANY(${p.regions}::text[]))))`;
-    case 'employee':
-      return sql`(${company} AND ${a}.employee_id = ${p.employeeId})`;
-  }
-}
+/** Orders follow the employee they concern; a purchase into inventory follows its country. */
+export const orderScope = (p: Principal, companyIds: readonly string[], alias = 'o'): Sql =>
+  employeeOrRegionScope(p, companyIds, alias);
