@@ -100,7 +100,8 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     expect(read.status).toBe(200);
     expect(read.body).toHaveProperty('secondaryEmail');
     expect(read.body).toMatchObject({ id: eve!.id, deliveryAddress: { city: 'San Francisco', country: 'US' } });
-    expect(read.headers.sunset).toBeDefined();
+    expect(read.headers.sunset).toBe('Fri, 01 Jan 2027 00:00:00 GMT');
+    expect(read.headers.deprecation).toBe('@1751328000');
   });
 
   it('creates through the core, follow-up included', async () => {

@@ -40,6 +40,7 @@ interface NewOrder {
 
 const jsonb = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
 
+/** Inserts an order with its `created` event: no order exists without the start of its log. */
 async function insertOrder(tx: Queryable, o: NewOrder): Promise<string> {
   const id = newId('ord');
   await tx.query(sql`INSERT INTO orders (id, company_id, order_type, status, employee_id, parent_id, country,
@@ -47,6 +48,7 @@ async function insertOrder(tx: Queryable, o: NewOrder): Promise<string> {
     VALUES (${id}, ${o.companyId}, ${o.orderType}, ${INITIAL_STATE}, ${o.employeeId}, ${o.parentId ?? null}, ${o.country},
       ${jsonb(o.dispositions)}::jsonb, ${jsonb(o.legalHold)}::jsonb, ${jsonb(o.pickupWindow)}::jsonb, ${jsonb(o.items)}::jsonb,
       ${o.createdBy}, ${o.at}, ${o.at})`);
+  await recordCreationEvent(tx, { orderId: id, type: 'created', at: o.at });
   return id;
 }
 
@@ -59,7 +61,7 @@ export interface NewOrderEvent {
 }
 
 /** Events written by the creations; the caller is their source. */
-export async function recordCreationEvent(tx: Queryable, e: NewOrderEvent): Promise<void> {
+async function recordCreationEvent(tx: Queryable, e: NewOrderEvent): Promise<void> {
   const statusTo = e.type === 'created' ? INITIAL_STATE : null;
   await tx.query(sql`INSERT INTO order_events (id, order_id, type, status_to, device_id, source, occurred_at, recorded_at, data)
     VALUES (${newId('evt')}, ${e.orderId}, ${e.type}, ${statusTo}, ${e.deviceId ?? null}, 'api', ${e.at}, ${e.at},
@@ -104,7 +106,6 @@ export async function createOrder(core: Core, p: Principal, input: DeviceOrderIn
         })),
       );
     }
-    await recordCreationEvent(tx, { orderId, type: 'created', at });
     return orderId;
   });
   // The creator reads it back with their scope only: creating does not need mcp:orders:read.
@@ -126,7 +127,6 @@ export async function createPurchaseOrder(core: Core, p: Principal, input: Purch
       createdBy: p.userId,
       at,
     });
-    await recordCreationEvent(tx, { orderId, type: 'created', at });
     return orderId;
   });
   return loadOrder(core.db, p, id);
@@ -226,7 +226,6 @@ export async function addPowerAccessory(core: Core, p: Principal, orderId: strin
       at,
     });
     await tx.query(sql`INSERT INTO order_devices (order_id, device_id, role, status) VALUES (${subOrderId}, ${onOrder.id}, 'service', 'requested')`);
-    await recordCreationEvent(tx, { orderId: subOrderId, type: 'created', at });
     await recordCreationEvent(tx, { orderId: order.id, type: 'accessory_requested', at, deviceId: onOrder.id, data: { subOrderId } });
     await tx.query(sql`UPDATE orders SET updated_at = ${at} WHERE id = ${order.id}`);
   });
