@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import proxy from '@fastify/http-proxy';
 import { sql } from '../src/store/sql.js';
 import { createLegacyKey } from '../src/gateway/legacy-keys.js';
-import { measure, startBenchServer, writeResults, type Backend } from './lib.js';
+import { measure, startBenchServer, benchEachBackend, type Backend } from './lib.js';
 
 /*
  * The cost of translation: a v2 single-record GET through the gateway, against the same record
@@ -77,12 +77,7 @@ async function run(backend: Backend) {
   }
 }
 
-const backends = (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',') as Backend[];
-const rows = [];
-for (const backend of backends) rows.push(...(await run(backend)));
-console.log(
-  writeResults('gateway', 'npm run bench -- gateway', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], rows, [
+await benchEachBackend('gateway', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
     `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback. The gateway and the core share one process (the default deployment); the plain passthrough is a second Fastify app in the benchmark process.`,
     'Target (issue 3): a translated v2 call at ≥ 0.9× the throughput of the plain passthrough, in the same run.',
-  ]),
-);
+  ]);

@@ -70,11 +70,18 @@ const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon
  * Fixed-duration load with autocannon in its own process, so the load generator does not
  * share the server's event loop; any non-2xx counts as an error.
  */
-export async function measure(url: string, headers: Record<string, string>, seconds = 5, connections = 10): Promise<Measurement> {
+export async function measure(
+  url: string,
+  headers: Record<string, string>,
+  seconds = 5,
+  connections = 10,
+  post?: { body: string },
+): Promise<Measurement> {
   const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
+  const postArgs = post ? ['-m', 'POST', '-b', post.body] : [];
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [AUTOCANNON, '--json', '-c', String(connections), '-d', String(seconds), ...headerArgs, url],
+    [AUTOCANNON, '--json', '-c', String(connections), '-d', String(seconds), ...headerArgs, ...postArgs, url],
     { maxBuffer: 16 * 1024 * 1024 },
   );
   const result = JSON.parse(stdout) as autocannon.Result;
@@ -111,4 +118,23 @@ export function writeResults(name: string, command: string, header: string[], ro
   ].join('\n');
   writeFileSync(new URL(`./results/${name}.md`, import.meta.url), text);
   return text;
+}
+
+type Row = Array<string | number>;
+
+/** The stores a run measures: both by default, or BENCH_BACKENDS=pglite|postgres. */
+export function benchBackends(): Backend[] {
+  return (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',') as Backend[];
+}
+
+/** Runs `run` on every store in turn and writes one table `bench/results/<name>.md`. */
+export async function benchEachBackend(
+  name: string,
+  header: string[],
+  run: (backend: Backend) => Promise<Row[]>,
+  notes: string[],
+): Promise<void> {
+  const rows: Row[] = [];
+  for (const backend of benchBackends()) rows.push(...(await run(backend)));
+  console.log(writeResults(name, `npm run bench -- ${name}`, header, rows, notes));
 }

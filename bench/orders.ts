@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from '../src/store/sql.js';
-import { measure, startBenchServer, writeResults, type Backend, type Measurement } from './lib.js';
+import { measure, startBenchServer, benchEachBackend, type Backend, type Measurement } from './lib.js';
 
 /*
  * create_order throughput (Deployments, each of its own available device) and list_orders at
@@ -81,12 +81,7 @@ async function run(backend: Backend) {
   }
 }
 
-const backends = (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',') as Backend[];
-const rows = [];
-for (const backend of backends) rows.push(...(await run(backend)));
-console.log(
-  writeResults('orders', 'npm run bench -- orders', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], rows, [
+await benchEachBackend('orders', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
     `10 connections, ${SECONDS} s per row, on loopback; creates from a separate fetch worker (each body names its own device), lists with autocannon in a separate process.`,
     `create_order runs on the demo data plus ${STOCK + ORDERS} devices; the lists run over ${ORDERS} orders of 10,000 employees (admin key), limit=50.`,
-  ]),
-);
+  ]);

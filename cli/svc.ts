@@ -1,61 +1,122 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { packageVersion } from '../src/version.js';
+import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from './exit-codes.js';
 
 /*
- * svc: the command-line client of the v4 API. Exit codes: 0 ok, 1 API error,
- * 2 usage error, 4 authentication required or refused.
+ * svc: the command-line client of the v4 API, and the v2 → v4 scope audit. A start loads only
+ * what its command needs: --version and `migrate audit --scopes` never load the operation table,
+ * zod or the HTTP client. Data goes to stdout, messages to stderr; exit codes in `svc help exit-codes`.
  */
 
-const EXIT = { ok: 0, apiError: 1, usage: 2, auth: 4 } as const;
+/** Global options that take a value, so the command word can be found without a full parse. */
+const VALUE_OPTIONS = new Set(['--api-key', '--environment', '--api-url', '--format']);
 
-interface GlobalFlags {
-  apiKey?: string;
-  apiUrl: string;
-  format: 'json' | 'text';
+function commandWord(args: readonly string[]): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (VALUE_OPTIONS.has(arg)) i++;
+    else if (!arg.startsWith('-')) return arg;
+  }
+  return undefined;
 }
 
-async function whoami(flags: GlobalFlags): Promise<number> {
-  const apiKey = flags.apiKey ?? process.env.SVC_API_KEY;
-  if (!apiKey) {
-    process.stderr.write('svc: no API key: pass --api-key or set SVC_API_KEY\n');
-    return EXIT.auth;
-  }
-  const response = await fetch(new URL('/v4/me', flags.apiUrl), { headers: { 'x-api-key': apiKey } });
-  const body = (await response.json()) as { ok: boolean; data?: { user: { email: string; role: string }; capabilities: string[] }; error?: { message: string } };
-  if (flags.format === 'json') process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
-  if (!body.ok || !body.data) {
-    process.stderr.write(`svc: ${body.error?.message ?? `HTTP ${response.status}`}\n`);
-    return response.status === 401 ? EXIT.auth : EXIT.apiError;
-  }
-  if (flags.format === 'text') {
-    process.stdout.write(`${body.data.user.email} (${body.data.user.role})\n${body.data.capabilities.join('\n')}\n`);
-  }
-  return EXIT.ok;
+function formatOf(program: Command, args: readonly string[]): string | undefined {
+  const parsed = program.opts<{ format?: string }>().format;
+  const at = args.indexOf('--format');
+  return at >= 0 ? args[at + 1] : (args.find((a) => a.startsWith('--format='))?.slice('--format='.length) ?? parsed);
 }
 
-async function main(argv: string[]): Promise<number> {
-  const program = new Command('svc')
-    .description('Command-line client of the Device Lifecycle Service v4 API')
+function buildProgram(): Command {
+  return new Command('svc')
+    .description('Command-line client of the Device Lifecycle Service v4 API, and the v2 → v4 scope audit')
     .version(packageVersion())
-    .option('--api-key <key>', 'API key (else SVC_API_KEY)')
-    .option('--api-url <url>', 'base address of the API', 'http://127.0.0.1:3001')
-    .option('--format <format>', 'json or text', 'text')
-    .exitOverride();
-  let code: number = EXIT.ok;
+    .addOption(new Option('--api-key <key>', 'v4 API key (else SVC_API_KEY, else the active account)'))
+    .addOption(new Option('--environment <name>', 'prod (default), io (alias of prod), next (staging), local (127.0.0.1:3001) or dev (from the config file)'))
+    .addOption(new Option('--api-url <url>', 'base address of the API; overrides --environment'))
+    .addOption(new Option('--allow-localhost', 'allow plain HTTP to 127.0.0.1 (local servers only)'))
+    .addOption(new Option('--format <format>', 'table (default), json (the {ok, data, meta} envelope) or text; migrate audit: table, json or markdown'))
+    .addHelpText('after', '\nExit codes: svc help exit-codes.')
+    .exitOverride()
+    .showSuggestionAfterError();
+}
+
+/** Registers only what the command word needs; an unknown or missing word gets every command, for help and suggestions. */
+async function register(program: Command, args: readonly string[], onExit: (code: ExitCode) => void): Promise<void> {
+  const word = commandWord(args);
+  if (word === undefined && (args.includes('--version') || args.includes('-V'))) return;
+  const all = word !== 'auth' && word !== 'migrate';
+  if (all) {
+    const [{ OPERATIONS }, { registerOperationCommands }, { Session }] = await Promise.all([
+      import('../src/operations/index.js'),
+      import('./operations.js'),
+      import('./session.js'),
+    ]);
+    registerOperationCommands(program, OPERATIONS, () => new Session(program.opts()));
+  }
+  if (all || word === 'auth') (await import('./auth.js')).registerAuthCommands(program);
+  if (all || word === 'migrate') (await import('./audit/command.js')).registerMigrateCommands(program, onExit);
+  program.helpCommand(false);
   program
-    .command('whoami')
-    .description('show the identity and access the credential resolves to (GET /v4/me)')
-    .action(async () => {
-      code = await whoami(program.opts<GlobalFlags>());
+    .command('help')
+    .description('help on a command, or on a topic: exit-codes')
+    .argument('[topic...]')
+    .action((topic: string[]) => {
+      if (topic.join(' ') === 'exit-codes') {
+        process.stdout.write(EXIT_CODES_HELP);
+        return;
+      }
+      let command = program;
+      for (const word of topic) {
+        const next = command.commands.find((c) => c.name() === word);
+        if (!next) throw new CliError(EXIT.usage, `No help topic "${topic.join(' ')}": try svc --help or svc help exit-codes`);
+        command = next;
+      }
+      command.outputHelp();
     });
+}
+
+function reportError(error: CliError, format: string | undefined): void {
+  if (format === 'json') {
+    const envelope =
+      'envelope' in error
+        ? error.envelope
+        : { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) }, meta: {} };
+    process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
+  }
+  const colour = process.stderr.isTTY === true && !process.env.NO_COLOR;
+  const prefix = colour ? '\x1b[31msvc:\x1b[39m' : 'svc:';
+  process.stderr.write(`${prefix} ${error.message}${error.code && !['usage_error', 'error'].includes(error.code) ? ` (${error.code})` : ''}\n`);
+  const details = Array.isArray(error.details) ? (error.details as unknown[]) : [];
+  for (const detail of details) {
+    if (typeof detail === 'object' && detail !== null && 'field' in detail && 'message' in detail) {
+      process.stderr.write(`  ${String(detail.field)}: ${String(detail.message)}\n`);
+    }
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const args = argv.slice(2);
+  const program = buildProgram();
+  let code: ExitCode = EXIT.ok;
   try {
+    await register(program, args, (c) => (code = c));
     await program.parseAsync(argv);
     return code;
   } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    process.stderr.write(`svc: ${error instanceof Error ? error.message : String(error)}\n`);
-    return EXIT.apiError;
+    if (error instanceof CommanderError) {
+      if (error.exitCode === 0) return EXIT.ok;
+      if (formatOf(program, args) === 'json') {
+        process.stdout.write(`${JSON.stringify({ ok: false, error: { code: 'usage_error', message: error.message.replace(/^error: /, '') }, meta: {} }, null, 2)}\n`);
+      }
+      return EXIT.usage;
+    }
+    if (error instanceof CliError) {
+      reportError(error, formatOf(program, args));
+      return error.exitCode;
+    }
+    process.stderr.write(`svc: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return EXIT.failure;
   }
 }
 

@@ -30,6 +30,38 @@ export const ConfigSchema = z.object({
   legacyV2Upstream: z.url({ protocol: /^https?$/ }).optional(),
   /** Per-call timeout of that forwarding: past it the v2 caller gets 504. */
   legacyV2TimeoutMs: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** How often the gateway writes its per-key v2 call counts (a crash loses at most this much). */
+  legacyUsageFlushMs: z.coerce.number().int().min(50).max(60_000).default(1000),
+  /** Browser origins, besides loopback ones and PUBLIC_BASE_URL's, allowed to call /mcp (comma-separated). */
+  mcpAllowedOrigins: z
+    .union([z.string(), z.array(z.string())])
+    .default([])
+    .transform((value) => (Array.isArray(value) ? value : value.split(',')).map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ protocol: /^https?$/ }))),
+  /** OAuth access-token lifetime in seconds (MCP clients refresh past it). */
+  oauthAccessTokenTtl: z.coerce.number().int().min(60).max(86_400).default(3600),
+  /** OAuth refresh-token lifetime in seconds; also how long an unused connection lasts. */
+  oauthRefreshTokenTtl: z.coerce.number().int().min(3600).max(31_536_000).default(2_592_000),
+  /** Authorization-code lifetime in seconds: codes are single use and short-lived. */
+  oauthCodeTtl: z.coerce.number().int().min(10).max(600).default(60),
+  /** Seconds a rotated refresh token still works, so a client that refreshed twice at once survives. */
+  oauthRefreshGraceSeconds: z.coerce.number().int().min(0).max(300).default(30),
+  /** Lifetime of a sign-in to the application pages, in seconds. */
+  sessionTtl: z.coerce.number().int().min(300).max(2_592_000).default(43_200),
+  /** Redis shared by every instance (rate limits, MCP sessions); unset = kept in this process. */
+  redisUrl: z.url({ protocol: /^rediss?$/ }).optional(),
+  /** Prefix of every Redis key, so that several deployments (or test runs) can share one Redis. */
+  redisKeyPrefix: z.string().min(1).max(64).default('svc:'),
+  /** On SIGTERM, how long in-flight requests may take to finish before their connections are cut. */
+  shutdownGraceMs: z.coerce.number().int().min(0).max(300_000).default(10_000),
+  /**
+   * Proxies whose X-Forwarded-For is believed, so that per-IP rate limits see the client behind a
+   * load balancer: "true" (any) or comma-separated addresses/CIDRs of the proxies. Unset = none.
+   */
+  trustProxy: z
+    .union([z.boolean(), z.string().min(1)])
+    .default(false)
+    .transform((value) => (value === 'true' ? true : value === 'false' ? false : value)),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -52,6 +84,17 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   courierTimeoutMs: 'COURIER_TIMEOUT_MS',
   legacyV2Upstream: 'LEGACY_V2_UPSTREAM',
   legacyV2TimeoutMs: 'LEGACY_V2_TIMEOUT_MS',
+  legacyUsageFlushMs: 'LEGACY_USAGE_FLUSH_MS',
+  mcpAllowedOrigins: 'MCP_ALLOWED_ORIGINS',
+  oauthAccessTokenTtl: 'OAUTH_ACCESS_TOKEN_TTL',
+  oauthRefreshTokenTtl: 'OAUTH_REFRESH_TOKEN_TTL',
+  oauthCodeTtl: 'OAUTH_CODE_TTL',
+  oauthRefreshGraceSeconds: 'OAUTH_REFRESH_GRACE_SECONDS',
+  sessionTtl: 'SESSION_TTL',
+  redisUrl: 'REDIS_URL',
+  redisKeyPrefix: 'REDIS_KEY_PREFIX',
+  shutdownGraceMs: 'SHUTDOWN_GRACE_MS',
+  trustProxy: 'TRUST_PROXY',
 };
 
 export class ConfigError extends Error {}

@@ -1,16 +1,22 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
 import { ConfigError } from './config.js';
 import { openDb, type Db } from './store/db.js';
 import { migrate } from './store/migrations.js';
+import { openChangeFeed, type ChangeFeed } from './store/change-feed.js';
 import { createAuthenticator, type Authenticator } from './access/authenticate.js';
 import { createIdTokenVerifier } from './access/id-token.js';
 import { createMailer, type Mailer } from './domain/mail.js';
 import { defaultMappingsDir, loadMappings, MappingError, type Mappings } from './gateway/mappings.js';
 import { createMetrics, type Metrics } from './gateway/metrics.js';
+import { UsageRecorder } from './gateway/legacy-keys.js';
+import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
+import { createAccessTokenVerifier } from './oauth/verifier.js';
+import { openSharedState, type SharedState } from './shared-state/index.js';
+import { requestSerializer } from './http/log-redaction.js';
 
 /** Everything an operation needs, built once per process from the parsed config. */
 export interface Core {
@@ -27,6 +33,14 @@ export interface Core {
   mappings: Mappings;
   /** Prometheus registry of this core, served at /metrics. */
   metrics: Metrics;
+  /** Database changes that invalidate caches, from this instance and every other. */
+  changes: ChangeFeed;
+  /** The OAuth 2.1 authorization server of MCP clients (issuer, MCP resource URL, oidc-provider). */
+  oauth: OAuthServer;
+  /** The gateway's per-legacy-key call counts, written in batches. */
+  legacyUsage: UsageRecorder;
+  /** Rate limits and session records every instance shares: Redis when REDIS_URL is set. */
+  shared: SharedState;
   close(): Promise<void>;
 }
 
@@ -39,21 +53,27 @@ export interface CoreOptions {
   mappings?: Mappings;
 }
 
-/** Log lines never carry credentials, whatever a caller sends. */
-export const REDACTED_PATHS = [
-  'req.headers["x-api-key"]',
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'headers["x-api-key"]',
-  'headers.authorization',
-  '*.password',
-  '*.pinCode',
-  '*.apiKey',
-  '*.rawKey',
+const SECRET_HEADERS = ['["x-api-key"]', '.authorization', '.cookie', '["set-cookie"]'];
+const SECRET_FIELDS = [
+  'password', 'newPassword', 'currentPassword', 'pin', 'pinCode', 'apiKey', 'rawKey', 'legacyKey', 'secret',
+  'token', 'access_token', 'refresh_token', 'id_token', 'client_secret', 'code_verifier',
 ];
 
-export function createLogger(config: Config): Logger {
-  return pino({ level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
+/**
+ * Log lines never carry credentials, whatever a caller sends: secret headers wherever a headers
+ * object is logged, secret fields up to two levels down (an error carrying a request body).
+ * Request URLs are logged with secret query values masked (requestSerializer).
+ */
+export const REDACTED_PATHS = [
+  ...SECRET_HEADERS.flatMap((header) => [`headers${header}`, `*.headers${header}`]),
+  ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
+];
+
+export function createLogger(config: Config, destination?: DestinationStream): Logger {
+  return pino(
+    { level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, serializers: { req: requestSerializer } },
+    destination,
+  );
 }
 
 function decodeKey(text: string): Buffer {
@@ -91,29 +111,54 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
   const mappings = options.mappings ?? loadPackageMappings();
   const logger = options.logger ?? createLogger(config);
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema });
+  let changes: ChangeFeed | undefined;
   try {
+    changes = await openChangeFeed(db, logger);
     await migrate(db);
     const secretKey = resolveSecretKey(config);
     const idTokens =
       config.oidcIssuer && config.oidcAudience ? createIdTokenVerifier(config.oidcIssuer, config.oidcAudience) : undefined;
     const mailer = createMailer(db, config, logger);
     const metrics = createMetrics(mappings.sunset);
+    const feed = changes;
+    const legacyUsage = new UsageRecorder(
+      db,
+      (error) => logger.warn({ err: error }, 'legacy key usage not written; kept for the next flush'),
+      config.legacyUsageFlushMs,
+    );
+    const now = options.now ?? (() => new Date());
+    const oauth = createOAuthServer({ config, db, secretKey, now });
+    const shared = await openSharedState(config, logger, metrics.registry);
     return {
       config,
       db,
       logger,
-      auth: createAuthenticator(db, idTokens, () => metrics.gateway.recordLegacyKeyRejected('rest')),
+      auth: createAuthenticator(
+        db,
+        idTokens,
+        (surface) => metrics.gateway.recordLegacyKeyRejected(surface),
+        createAccessTokenVerifier(db, oauth.resource, now),
+        feed,
+      ),
       mailer,
       secretKey,
-      now: options.now ?? (() => new Date()),
+      now,
       mappings,
       metrics,
+      oauth,
+      changes: feed,
+      legacyUsage,
+      shared,
       async close() {
+        await legacyUsage.close();
         await mailer.stop();
+        await shared.close();
+        await feed.close();
         await db.close();
       },
     };
   } catch (error) {
+    await changes?.close().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw error;
   }

@@ -58,45 +58,82 @@ function output(flags: StoreFlags, data: unknown, human: string): void {
   process.stdout.write(flags.json ? `${JSON.stringify(data, null, 2)}\n` : `${human}\n`);
 }
 
-/** Listens until SIGINT or SIGTERM, then closes the app and the store; returns the URL it serves. */
+/**
+ * Listens until SIGINT or SIGTERM, then drains: no new requests (503), in-flight ones finish within
+ * SHUTDOWN_GRACE_MS (past it their connections are cut), then the store closes (usage flushed, shared
+ * state and database closed). A second signal exits at once. Returns the URL it serves.
+ */
 async function listenUntilSignalled(app: FastifyInstance, core: Core, config: Config): Promise<string> {
+  let stopping = false;
   const shutdown = async (signal: string) => {
-    core.logger.info({ signal }, 'shutting down');
-    await app.close();
-    await core.close();
-    process.exit(0);
+    if (stopping) {
+      core.logger.warn({ signal }, 'second signal: exiting without waiting');
+      process.exit(1);
+    }
+    stopping = true;
+    core.logger.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing in-flight requests');
+    const grace = setTimeout(() => {
+      core.logger.warn('shutdown grace period over: closing the connections still open');
+      app.server.closeAllConnections();
+    }, config.shutdownGraceMs);
+    let exitCode = 0;
+    try {
+      await app.close();
+      clearTimeout(grace);
+      await core.close();
+      core.logger.info('stopped');
+    } catch (error) {
+      core.logger.error({ err: error }, 'shutdown failed');
+      exitCode = 1;
+    }
+    process.exit(exitCode);
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
   await app.listen({ port: config.port, host: config.host });
   return baseUrlOf({ ...config, port: (app.server.address() as { port: number }).port });
+}
+
+async function readFirstStdinLine(): Promise<string> {
+  const { createInterface } = await import('node:readline');
+  const lines = createInterface({ input: process.stdin, terminal: false });
+  for await (const line of lines) {
+    lines.close();
+    return line;
+  }
+  return '';
 }
 
 function demoKeysFile(config: Config): string | undefined {
   return config.databaseUrl || config.dataDir.startsWith('memory://') ? undefined : join(config.dataDir, 'demo-keys.json');
 }
 
-/** Two v2 integrations of Acme: one with every scope v4 can serve (plus one it cannot), one address-only. */
-async function seedDemoLegacyKeys(core: Core, companyId: string): Promise<{ full: string; addressOnly: string }> {
-  const { createLegacyKey } = await import('./gateway/legacy-keys.js');
+/**
+ * Two v2 integrations of Acme: one with every scope v4 can serve (plus one it cannot), one address-only;
+ * and a retired Globex export gone quiet. With 30 days of usage, so the migration dashboard has a story.
+ */
+async function seedDemoLegacyKeys(core: Core, companies: { acme: string; globex: string }): Promise<{ full: string; addressOnly: string }> {
+  const [{ createLegacyKey }, { seedDemoUsageHistory }] = await Promise.all([
+    import('./gateway/legacy-keys.js'),
+    import('./gateway/demo-traffic.js'),
+  ]);
   const withSuccessor = core.mappings.scopes.filter((entry) => entry.capability !== undefined).map((entry) => entry.name);
-  const register = async (name: string, scopes: string[]) => {
-    const { rawKey } = await createLegacyKey(core, core.mappings, { companyId, name, scopes });
-    if (!rawKey) throw new Error('a generated legacy key is always returned');
-    return rawKey;
-  };
-  return {
-    full: await register('Demo v2 integration (full)', [...withSuccessor, 'api.catalogs.getAll']),
-    addressOnly: await register('Demo v2 address sync', [
-      'api.employee.deliveryAddress.get',
-      'api.employee.deliveryAddress.create',
-      'api.employee.deliveryAddress.update',
-    ]),
-  };
+  const register = (companyId: string, name: string, scopes: string[]) => createLegacyKey(core, core.mappings, { companyId, name, scopes });
+  const full = await register(companies.acme, 'Demo v2 integration (full)', [...withSuccessor, 'api.catalogs.getAll']);
+  const addressOnly = await register(companies.acme, 'Demo v2 address sync', [
+    'api.employee.deliveryAddress.get',
+    'api.employee.deliveryAddress.create',
+    'api.employee.deliveryAddress.update',
+  ]);
+  const quiet = await register(companies.globex, 'Globex HR export (retired)', ['api.employees.getAll', 'api.company.get']);
+  await seedDemoUsageHistory(core, { full: full.id, addressOnly: addressOnly.id, quiet: quiet.id });
+  if (!full.rawKey || !addressOnly.rawKey) throw new Error('a generated legacy key is always returned');
+  // The quiet key's raw key is not kept: nothing should call it again.
+  return { full: full.rawKey, addressOnly: addressOnly.rawKey };
 }
 
 async function seedDemoInto(core: Core) {
-  const [{ seedDemo }, { seedDemoOrders }] = await Promise.all([
+  const [{ seedDemo, DEMO_PASSWORD }, { seedDemoOrders }] = await Promise.all([
     import('./domain/demo.js'),
     import('./domain/orders/demo-orders.js'),
   ]);
@@ -105,8 +142,9 @@ async function seedDemoInto(core: Core) {
   await seedDemoOrders(core, demo);
   const summary = {
     apiKeys: demo.apiKeys,
-    legacyKeys: await seedDemoLegacyKeys(core, demo.companies.acme),
+    legacyKeys: await seedDemoLegacyKeys(core, demo.companies),
     users: demo.emails,
+    password: DEMO_PASSWORD,
     companies: demo.companies,
     keysFile: demoKeysFile(core.config),
   };
@@ -116,6 +154,8 @@ async function seedDemoInto(core: Core) {
 
 function describeKeys(summary: {
   apiKeys: Record<string, string>;
+  users: Record<string, string>;
+  password: string;
   legacyKeys: Record<string, string>;
   keysFile?: string | undefined;
 }): string {
@@ -125,6 +165,8 @@ function describeKeys(summary: {
     ...lines(summary.apiKeys),
     'Demo legacy v2 keys of Acme (for the /v2 gateway; refused on /v4):',
     ...lines(summary.legacyKeys),
+    `Demo users sign in at /app/sign-in (and on OAuth consent) with the password "${summary.password}":`,
+    `  ${Object.values(summary.users).join(', ')}`,
     ...(summary.keysFile ? [`Also written to ${summary.keysFile}`] : []),
   ].join('\n');
 }
@@ -236,6 +278,20 @@ export function buildProgram(): Command {
       output(flags, { id, email: flags.email, role: flags.role }, `Created user ${id} <${flags.email}>`);
     });
   });
+  storeOptions(
+    users
+      .command('set-password')
+      .description('set the password a user signs in to the application pages with; read from the first line of stdin')
+      .requiredOption('--email <email>'),
+  ).action(async (flags: StoreFlags & { email: string }) => {
+    const { setUserPassword } = await import('./access/passwords.js');
+    // Never a flag: a password in argv shows in the process list and the shell history.
+    const password = (await readFirstStdinLine()).replace(/\r$/, '');
+    await withCore(flags, async (core) => {
+      await setUserPassword(core.db, flags.email, password);
+      output(flags, { email: flags.email, passwordSet: true }, `Password set for ${flags.email}`);
+    });
+  });
   for (const [name, disabled] of [['disable', true], ['enable', false]] as const) {
     storeOptions(
       users.command(name).description(`${name} a user (keys bound to it ${disabled ? 'stop' : 'resume'} working at once)`).requiredOption('--email <email>'),
@@ -337,7 +393,7 @@ ${describeLegacyKey(key)}
     async (flags: StoreFlags & { company?: string }) => {
       const { listLegacyKeys } = await import('./gateway/legacy-keys.js');
       await withCore(flags, async (core) => {
-        const keys = await listLegacyKeys(core.db, flags.company);
+        const keys = await listLegacyKeys(core, flags.company);
         output(flags, keys, keys.length ? keys.map(describeLegacyKey).join('\n') : 'No legacy keys');
       });
     },

@@ -4,14 +4,23 @@ import { ROLE_CEILING } from './capabilities.js';
 import { IdTokenError, type IdTokenVerifier } from './id-token.js';
 import { loadUserByEmail, principalFromUser, USER_COLUMNS, type Principal, type UserRow } from './principal.js';
 import type { Queryable } from '../store/db.js';
+import { TopicCache, type ChangeFeed } from '../store/change-feed.js';
 import { sql } from '../store/sql.js';
 import { AppError, unauthorized } from '../errors.js';
 
 export const NOT_USER_BOUND_MESSAGE =
   'API key is not bound to a user. Legacy v2 keys are not accepted here: mint a v4 key (svc_sk_…) bound to a user.';
 
+/** Where a credential is presented: a bearer is an ID token on REST and an OAuth access token on MCP. */
+export type Surface = 'rest' | 'mcp';
+
 export interface Authenticator {
-  authenticate(headers: IncomingHttpHeaders): Promise<Principal>;
+  authenticate(headers: IncomingHttpHeaders, surface?: Surface): Promise<Principal>;
+}
+
+/** Verifies an OAuth access token (issued for the MCP resource) to its user and granted scopes; throws a 401 AppError. */
+export interface AccessTokenVerifier {
+  verify(token: string): Promise<Principal>;
 }
 
 function singleHeader(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -21,37 +30,61 @@ function singleHeader(headers: IncomingHttpHeaders, name: string): string | unde
   return value === undefined || value === '' ? undefined : value;
 }
 
+type KeyRow = UserRow & { secret_hash: string; capabilities: string[] };
+
+const LAST_USE_PRECISION_MS = 60_000;
+
 /**
- * Resolves the request's credential to a principal, reading the database on every call.
- * `onLegacyKey` counts refused non-v4 keys: the integrations still to migrate.
+ * Resolves the request's credential to a principal. API keys are read through a cache that every
+ * change to keys, users or their scope drops on every instance (see ChangeFeed); the secret is
+ * compared on every request. `onLegacyKey` counts refused non-v4 keys: the integrations still to migrate.
  */
 export function createAuthenticator(
   db: Queryable,
   idTokens: IdTokenVerifier | undefined,
-  onLegacyKey?: () => void,
+  onLegacyKey?: (surface: Surface) => void,
+  accessTokens?: AccessTokenVerifier,
+  changes?: ChangeFeed,
 ): Authenticator {
-  async function byApiKey(rawKey: string): Promise<Principal> {
+  const keyRows = changes && new TopicCache<KeyRow | undefined>(changes, 'credentials');
+  const lastUseWritten = new Map<string, number>();
+
+  const loadKeyRow = async (keyId: string) =>
+    (
+      await db.query<KeyRow>(sql`
+        SELECT ${USER_COLUMNS}, k.secret_hash, k.capabilities
+        FROM api_keys k JOIN users u ON u.id = k.user_id
+        WHERE k.id = ${keyId} AND k.revoked_at IS NULL`)
+    )[0];
+
+  // Last use is informational: a minute's precision spares a write per request.
+  function noteLastUse(keyId: string) {
+    const now = Date.now();
+    if (now - (lastUseWritten.get(keyId) ?? 0) < LAST_USE_PRECISION_MS) return;
+    if (lastUseWritten.size >= 10_000) lastUseWritten.clear();
+    lastUseWritten.set(keyId, now);
+    void db
+      .query(sql`UPDATE api_keys SET last_used_at = now()
+        WHERE id = ${keyId} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`)
+      .catch(() => undefined);
+  }
+
+  async function byApiKey(rawKey: string, surface: Surface): Promise<Principal> {
     if (!rawKey.startsWith(API_KEY_PREFIX)) {
-      onLegacyKey?.();
+      onLegacyKey?.(surface);
       throw unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
     }
     const parsed = parseApiKey(rawKey);
     if (!parsed) throw unauthorized('invalid_api_key', 'The API key is malformed');
-    const rows = await db.query<UserRow & { secret_hash: string; capabilities: string[] }>(sql`
-      SELECT ${USER_COLUMNS}, k.secret_hash, k.capabilities
-      FROM api_keys k JOIN users u ON u.id = k.user_id
-      WHERE k.id = ${parsed.keyId} AND k.revoked_at IS NULL`);
-    const row = rows[0];
+    const { keyId } = parsed;
+    // Unknown and revoked keys are not cached: a guessing caller cannot fill the cache.
+    const row = keyRows ? await keyRows.get(keyId, () => loadKeyRow(keyId), (found) => found !== undefined) : await loadKeyRow(keyId);
     if (!row || !secretMatches(parsed.secret, row.secret_hash)) {
       throw unauthorized('invalid_api_key', 'The API key is unknown or revoked');
     }
     if (row.disabled_at) throw unauthorized('user_disabled', 'The user this API key is bound to is disabled');
-    // Last use is informational; a minute's precision spares a write per request.
-    void db
-      .query(sql`UPDATE api_keys SET last_used_at = now()
-        WHERE id = ${parsed.keyId} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`)
-      .catch(() => undefined);
-    return principalFromUser(row, row.capabilities, { kind: 'api_key', keyId: parsed.keyId });
+    noteLastUse(keyId);
+    return principalFromUser(row, row.capabilities, { kind: 'api_key', keyId });
   }
 
   async function byIdToken(token: string): Promise<Principal> {
@@ -78,15 +111,20 @@ export function createAuthenticator(
   }
 
   return {
-    async authenticate(headers) {
+    async authenticate(headers, surface = 'rest') {
       const apiKey = singleHeader(headers, 'x-api-key');
       const authorization = singleHeader(headers, 'authorization');
       if (apiKey !== undefined && authorization !== undefined) {
         throw unauthorized('ambiguous_credentials', 'Send either X-API-KEY or Authorization, not both');
       }
-      if (apiKey !== undefined) return byApiKey(apiKey.trim());
+      if (apiKey !== undefined) return byApiKey(apiKey.trim(), surface);
       if (authorization !== undefined) {
         const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
+        if (surface === 'mcp') {
+          if (!match) throw unauthorized('invalid_authorization', 'Authorization must be "Bearer <OAuth access token>"');
+          if (!accessTokens) throw unauthorized('oauth_not_configured', 'OAuth is not enabled here; send X-API-KEY: svc_sk_…');
+          return accessTokens.verify(match[1]!);
+        }
         if (!match) throw unauthorized('invalid_authorization', 'Authorization must be "Bearer <ID token>"');
         return byIdToken(match[1]!);
       }

@@ -6,7 +6,9 @@ import { badRequest, forbidden } from '../errors.js';
 
 export type Credential =
   | { kind: 'api_key'; keyId: string }
-  | { kind: 'id_token'; issuer: string; subject: string };
+  | { kind: 'id_token'; issuer: string; subject: string }
+  /** An OAuth access token of an MCP client's connection (grant); accepted on /mcp only. */
+  | { kind: 'oauth'; clientId: string; grantId: string; scopes: Capability[] };
 
 /** Who is calling and what they may reach, resolved afresh on every request. */
 export interface Principal {

@@ -11,6 +11,10 @@ import { PRODUCT_TYPES, specScore, type DeviceSpecs, type ProductType } from './
  * a manager scoped to one team and one region, employees, devices of every type,
  * catalog items and addresses.
  */
+/** The demo users' password; public, like the demo data. Its scrypt hash is precomputed so seeding stays fast. */
+export const DEMO_PASSWORD = 'demo-password';
+const DEMO_PASSWORD_HASH = 'scrypt$32768$8$1$VSyc50RMCPOeCUXorSeAwA$lM6S9A65lU8_4PP2ZkZC1kcQc92IAe1TIEMvJq3FAx8';
+
 export interface DemoData {
   companies: { acme: string; globex: string };
   teams: Record<'engineering' | 'sales' | 'operations' | 'research' | 'support', string>;
@@ -176,6 +180,8 @@ export async function seedDemo(db: Db): Promise<DemoData> {
       manager: await createUser(tx, { email: emails.manager, displayName: 'Mia Manager', role: 'manager', companyIds: [acme], teamIds: [teams.engineering], regions: ['DE'] }),
       employee: await createUser(tx, { email: emails.employee, displayName: 'Eve Employee', role: 'employee', companyIds: [acme], employeeId: employees.eve }),
     };
+    // Every demo user signs in to the pages (and so to OAuth consent) with the published demo password.
+    await tx.query(sql`UPDATE users SET password_hash = ${DEMO_PASSWORD_HASH} WHERE id IN (${users.admin}, ${users.manager}, ${users.employee})`);
     const apiKeys = {
       admin: (await mintKeyForUser(tx, emails.admin, ROLE_CEILING.admin, 'demo admin key')).rawKey,
       manager: (await mintKeyForUser(tx, emails.manager, ROLE_CEILING.manager, 'demo manager key')).rawKey,

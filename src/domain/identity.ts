@@ -1,7 +1,18 @@
-import type { Principal } from '../access/principal.js';
+import type { Credential, Principal } from '../access/principal.js';
 import { maskedKey } from '../access/api-keys.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
+
+function describeCredential(credential: Credential) {
+  switch (credential.kind) {
+    case 'api_key':
+      return { kind: credential.kind, keyId: credential.keyId, key: maskedKey(credential.keyId) };
+    case 'id_token':
+      return { kind: credential.kind, issuer: credential.issuer };
+    case 'oauth':
+      return { kind: credential.kind, clientId: credential.clientId };
+  }
+}
 
 /** The caller as the service sees them: user, companies, scope and live capabilities. */
 export async function describePrincipal(db: Queryable, p: Principal) {
@@ -14,9 +25,6 @@ export async function describePrincipal(db: Queryable, p: Principal) {
     companies,
     scope: { teams, regions: p.regions },
     capabilities: [...p.capabilities].sort(),
-    credential:
-      p.credential.kind === 'api_key'
-        ? { kind: p.credential.kind, keyId: p.credential.keyId, key: maskedKey(p.credential.keyId) }
-        : { kind: p.credential.kind, issuer: p.credential.issuer },
+    credential: describeCredential(p.credential),
   };
 }

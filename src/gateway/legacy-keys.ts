@@ -10,6 +10,7 @@ import { pgErrorCode, UNIQUE_VIOLATION, type Queryable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { and, sql, type Sql } from '../store/sql.js';
 import { AppError, badRequest, conflict, notFound, validationError } from '../errors.js';
+import { closest } from '../did-you-mean.js';
 import { capabilitiesForScopes, scopeEntryFor, type Mappings } from './mappings.js';
 
 /*
@@ -69,28 +70,6 @@ export function generateLegacyKey(): string {
 /** At most a quarter of the key and never more than 12 characters, so short imported keys stay secret. */
 function keyHint(rawKey: string): string {
   return `${rawKey.slice(0, Math.min(12, Math.floor(rawKey.length / 4)))}…`;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
-}
-
-function closest(candidates: readonly string[], target: string): string | undefined {
-  let best: { value: string; distance: number } | undefined;
-  for (const value of candidates) {
-    const distance = editDistance(value, target);
-    if (!best || distance < best.distance) best = { value, distance };
-  }
-  return best?.value;
 }
 
 /** Known scopes are those of the maps, with or without a v4 successor (wildcards such as api.organization.* included). */
@@ -156,9 +135,10 @@ async function selectKeys(db: Queryable, where: Sql): Promise<LegacyKeySummary[]
   }));
 }
 
-/** Never returns hashes or keys: only what an operator needs to recognise and audit a key. */
-export function listLegacyKeys(db: Queryable, companyId?: string): Promise<LegacyKeySummary[]> {
-  return selectKeys(db, and(companyId === undefined ? [] : [sql`l.company_id = ${companyId}`]));
+/** Never returns hashes or keys: only what an operator needs to recognise and audit a key. Counts this instance's usage first. */
+export async function listLegacyKeys(core: Core, companyId?: string): Promise<LegacyKeySummary[]> {
+  await core.legacyUsage.flush();
+  return selectKeys(core.db, and(companyId === undefined ? [] : [sql`l.company_id = ${companyId}`]));
 }
 
 /** The reissue steps, inside the caller's transaction. */
@@ -314,16 +294,87 @@ export async function resolveLegacyKey(core: Core, rawKey: string): Promise<Lega
   };
 }
 
-/** Counts one v2 call per key, day (UTC) and endpoint, and moves the key's last use forward. */
-export async function recordUsage(db: Queryable, keyId: string, endpoint: string, scope: string, now: Date): Promise<void> {
-  const at = now.toISOString();
-  await db.query(sql`
-    WITH touched AS (
-      UPDATE legacy_keys SET last_used_at = GREATEST(last_used_at, ${at}::timestamptz) WHERE id = ${keyId} RETURNING id
-    )
-    INSERT INTO legacy_key_usage (legacy_key_id, day, endpoint, scope, calls)
-    SELECT id, ${at.slice(0, 10)}::date, ${endpoint}, ${scope}, 1 FROM touched
-    ON CONFLICT (legacy_key_id, day, endpoint) DO UPDATE SET calls = legacy_key_usage.calls + 1, scope = EXCLUDED.scope`);
+interface PendingUsage {
+  keyId: string;
+  day: string;
+  endpoint: string;
+  scope: string;
+  calls: number;
+}
+
+/**
+ * Counts v2 calls per key, day (UTC) and endpoint in memory and adds them to the database in one
+ * statement per flush, off the request path. Counts are additive, so instances flush independently;
+ * a failed flush keeps its counts for the next one. A crash loses at most one interval's counts.
+ */
+export class UsageRecorder {
+  private pending = new Map<string, PendingUsage>();
+  private lastUsed = new Map<string, string>();
+  private flushing: Promise<void> = Promise.resolve();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly onFlushError: (error: unknown) => void,
+    intervalMs: number,
+  ) {
+    this.timer = setInterval(() => void this.flush(), intervalMs).unref();
+  }
+
+  record(keyId: string, endpoint: string, scope: string, now: Date): void {
+    const at = now.toISOString();
+    this.add({ keyId, day: at.slice(0, 10), endpoint, scope, calls: 1 }, at);
+  }
+
+  private add(usage: PendingUsage, at: string): void {
+    const id = `${usage.keyId} ${usage.day} ${usage.endpoint}`;
+    const entry = this.pending.get(id);
+    if (entry) {
+      entry.calls += usage.calls;
+      entry.scope = usage.scope;
+    } else {
+      this.pending.set(id, { ...usage });
+    }
+    if ((this.lastUsed.get(usage.keyId) ?? '') < at) this.lastUsed.set(usage.keyId, at);
+  }
+
+  /** Writes what was counted so far; flushes never overlap, so none double-counts. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.writePending());
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private async writePending(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const entries = [...this.pending.values()];
+    const lastUsed = [...this.lastUsed.entries()];
+    this.pending = new Map();
+    this.lastUsed = new Map();
+    try {
+      // Usage of a key deleted meanwhile is dropped with it.
+      await this.db.query(sql`
+        WITH touched AS (
+          UPDATE legacy_keys l SET last_used_at = GREATEST(l.last_used_at, u.at)
+          FROM unnest(${lastUsed.map(([id]) => id)}::text[], ${lastUsed.map(([, at]) => at)}::timestamptz[]) AS u(id, at)
+          WHERE l.id = u.id RETURNING l.id
+        )
+        INSERT INTO legacy_key_usage (legacy_key_id, day, endpoint, scope, calls)
+        SELECT u.id, u.day, u.endpoint, u.scope, u.calls
+        FROM unnest(${entries.map((e) => e.keyId)}::text[], ${entries.map((e) => e.day)}::date[], ${entries.map((e) => e.endpoint)}::text[],
+          ${entries.map((e) => e.scope)}::text[], ${entries.map((e) => e.calls)}::int[]) AS u(id, day, endpoint, scope, calls)
+        WHERE u.id IN (SELECT id FROM touched)
+        ON CONFLICT (legacy_key_id, day, endpoint) DO UPDATE SET calls = legacy_key_usage.calls + EXCLUDED.calls, scope = EXCLUDED.scope`);
+    } catch (error) {
+      const lastUsedOf = new Map(lastUsed);
+      for (const entry of entries) this.add(entry, lastUsedOf.get(entry.keyId)!);
+      this.onFlushError(error);
+    }
+  }
 }
 
 export interface LegacyKeyUsage {
@@ -333,9 +384,10 @@ export interface LegacyKeyUsage {
   calls: number;
 }
 
-/** One key's usage, oldest day first: the input of the v2 usage audit. */
-export function legacyKeyUsage(db: Queryable, keyId: string): Promise<LegacyKeyUsage[]> {
-  return db.query<LegacyKeyUsage>(sql`
+/** One key's usage, oldest day first: the input of the v2 usage audit. Counts this instance's usage first. */
+export async function legacyKeyUsage(core: Core, keyId: string): Promise<LegacyKeyUsage[]> {
+  await core.legacyUsage.flush();
+  return core.db.query<LegacyKeyUsage>(sql`
     SELECT to_char(day, 'YYYY-MM-DD') AS day, endpoint, scope, calls
     FROM legacy_key_usage WHERE legacy_key_id = ${keyId}
     ORDER BY day, endpoint`);

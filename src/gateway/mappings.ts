@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import type { ChangeTopic } from '../store/change-feed.js';
 import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capabilities.js';
 import { operationByName } from '../operations/index.js';
 import type { AnyOperation } from '../operations/operation.js';
@@ -21,6 +22,10 @@ export function defaultMappingsDir(): string {
   const candidates = ['../../mappings', '../../../mappings'].map((relative) => fileURLToPath(new URL(relative, import.meta.url)));
   return candidates.find((dir) => existsSync(join(dir, SCOPES_FILE))) ?? candidates[0]!;
 }
+
+/** Data whose changes the change feed reports, so lookups of it can be reused until then. */
+const LookupTopic = z.enum(['teams'] satisfies ChangeTopic[]);
+export type LookupTopic = z.output<typeof LookupTopic>;
 
 const FieldName = z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, 'must be a field name (letters and digits)');
 const Fields = z.array(FieldName);
@@ -46,6 +51,8 @@ export const TransformSchema = z.discriminatedUnion('op', [
     // The v4 record field compared with the value (a get's input field, or a list element's field).
     match: FieldName,
     take: FieldName,
+    // Answers may serve later requests of the same key until this data changes (see ChangeFeed).
+    reuse_until_changed: LookupTopic.optional(),
   }),
   z.strictObject({ op: z.literal('unwrap_list'), key: FieldName }),
   z

@@ -26,13 +26,22 @@ export interface GatewayMetrics {
   setSunset(sunset: Sunset): void;
 }
 
+export interface HttpMetrics {
+  /** `route` is the route pattern (e.g. /v4/employees/:id), never the concrete URL; "unmatched" for 404s. */
+  recordRequest(labels: { route: string; method: string; status: number }, seconds: number): void;
+  /** A request refused by the rate limit `limit` (its rule name). */
+  recordRateLimited(limit: string): void;
+}
+
 export interface Metrics {
   registry: Registry;
   gateway: GatewayMetrics;
+  http: HttpMetrics;
 }
 
 // A v2 list walks every v4 page, so the tail reaches seconds, unlike a single-record call.
 const TRANSLATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** One registry per core, so several cores in one process (tests) never share counters. */
 export function createMetrics(sunset?: Sunset): Metrics {
@@ -87,5 +96,27 @@ export function createMetrics(sunset?: Sunset): Metrics {
     },
   };
   if (sunset) gateway.setSunset(sunset);
-  return { registry, gateway };
+
+  const httpDuration = new Histogram({
+    name: 'svc_http_request_duration_seconds',
+    help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: HTTP_BUCKETS,
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: 'svc_rate_limited_total',
+    help: 'Requests refused with 429 by a rate limit, by limit name',
+    labelNames: ['limit'] as const,
+    registers,
+  });
+  const http: HttpMetrics = {
+    recordRequest({ route, method, status }, seconds) {
+      httpDuration.observe({ route, method, status: String(status) }, seconds);
+    },
+    recordRateLimited(limit) {
+      rateLimited.inc({ limit });
+    },
+  };
+  return { registry, gateway, http };
 }

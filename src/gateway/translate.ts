@@ -2,17 +2,21 @@ import { z } from 'zod';
 import { AppError, badRequest, unprocessable } from '../errors.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { operationByName } from '../operations/index.js';
-import type { Transform } from './mappings.js';
+import type { LookupTopic, Transform } from './mappings.js';
 
 /*
  * The executors of the named transforms of mappings/v2-routes.yaml. The maps compose them; this
- * file knows no v2 endpoint. A Translation lives for one request, so lookups are cached per request.
+ * file knows no v2 endpoint. A Translation lives for one request: lookups are cached for the request,
+ * and across requests where the map allows it (reuse_until_changed).
  */
 
 export type Doc = Record<string, unknown>;
 
 /** Calls a v4 operation with the bridge key; a v4 error is thrown as an AppError keeping its status, code and message. */
 export type V4Caller = (operation: string, input: Doc) => Promise<unknown>;
+
+/** Loads a lookup answer that later requests may reuse until `topic` changes. */
+export type SharedLookup = (topic: LookupTopic, key: string, load: () => Promise<unknown>) => Promise<unknown>;
 
 /** A second call holding fields the first one refused: its `id` is the first result's `idFrom`. */
 export interface FollowUp {
@@ -108,6 +112,7 @@ export class Translation {
   constructor(
     private readonly call: V4Caller,
     private readonly listCeiling: number,
+    private readonly shared?: SharedLookup,
   ) {}
 
   /** Every record of a v4 list, page by page from `first`; fails past the ceiling rather than truncate. */
@@ -182,17 +187,19 @@ export class Translation {
   }
 
   /** Replaces `from` by `to`; null stays null (no team). Unknown in a get is the v4 404; unknown in a list is null. */
-  private async lookup(doc: Doc, { from, to, operation, match, take }: Op<'lookup'>): Promise<Doc> {
+  private async lookup(doc: Doc, { from, to, operation, match, take, reuse_until_changed }: Op<'lookup'>): Promise<Doc> {
     if (!(from in doc)) return doc;
     const { [from]: value, ...rest } = doc;
     if (value === null || value === undefined) return { ...rest, [to]: value };
     const op = operationByName(operation);
     const byGet = op?.input instanceof z.ZodObject && match in op.input.shape;
+    const cached = (key: string, load: () => Promise<unknown>) =>
+      this.cached(key, reuse_until_changed && this.shared ? () => this.shared!(reuse_until_changed, key, load) : load);
     let record: unknown;
     if (byGet) {
-      record = await this.cached(`${operation}:${match}:${String(value)}`, () => this.call(operation, { [match]: value }));
+      record = await cached(`${operation}:${match}:${String(value)}`, () => this.call(operation, { [match]: value }));
     } else {
-      const all = (await this.cached(operation, () => this.walkList(operation, {}, listKeyOf(operation)))) as Doc[];
+      const all = (await cached(operation, () => this.walkList(operation, {}, listKeyOf(operation)))) as Doc[];
       record = all.find((element) => element[match] === value);
     }
     return { ...rest, [to]: isDoc(record) ? (record[take] ?? null) : null };

@@ -1,14 +1,15 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { API_KEY_PREFIX } from '../access/api-keys.js';
+import { API_KEY_PREFIX, hashSecret } from '../access/api-keys.js';
 import type { Core } from '../core.js';
 import { AppError, forbidden, unauthorized } from '../errors.js';
 import { restInput } from '../http/rest.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { operationByName } from '../operations/index.js';
 import { deprecationVerdict } from './deprecation.js';
-import { resolveLegacyKey, recordUsage, type LegacyKeyResolution } from './legacy-keys.js';
-import { entryMatches, scopeEntryFor, type Route } from './mappings.js';
-import { Translation, type Doc } from './translate.js';
+import { TopicCache } from '../store/change-feed.js';
+import { resolveLegacyKey, type LegacyKeyResolution } from './legacy-keys.js';
+import { entryMatches, scopeEntryFor, type LookupTopic, type Route } from './mappings.js';
+import { Translation, type Doc, type SharedLookup } from './translate.js';
 import { inProcessV4Client, type V4Client } from './v4-client.js';
 
 /*
@@ -20,7 +21,7 @@ type ActiveKey = Extract<LegacyKeyResolution, { status: 'active' }>;
 type V4Route = Extract<Route, { kind: 'v4' }>;
 
 /** The v2 error shape: status, code and message (and details) of the v4 error, or of the gateway's. */
-function v2ErrorBody(error: AppError) {
+export function v2ErrorBody(error: AppError) {
   const { status, code, message, details } = error;
   return { error: { status, code, message, ...(details === undefined ? {} : { details }) } };
 }
@@ -41,15 +42,23 @@ function outcomeOf(status: number): string {
   return status >= 500 ? 'upstream_error' : 'invalid';
 }
 
-/** The v4 path of the route's first operation with the v2 path params filled in, in order. */
+/**
+ * The v4 path of the route's first operation with the v2 path params filled in, in order.
+ * Params are percent-encoded again: decoded, a CR, LF or NUL would break (or inject into) the Link header.
+ */
 function successorPath(route: Route, params: Record<string, string>): string {
   if (route.kind === 'passthrough') return '/v4';
   const v4Path = operationByName(route.v4[0]!.operation)?.path ?? '/v4';
-  const values = Object.values(params);
-  return v4Path.replace(/:[A-Za-z]+/g, (segment) => params[segment.slice(1)] ?? values.shift() ?? segment);
+  const values = Object.values(params).map(encodeURIComponent);
+  return v4Path.replace(/:[A-Za-z]+/g, (segment) => {
+    const value = params[segment.slice(1)];
+    return (value === undefined ? undefined : encodeURIComponent(value)) ?? values.shift() ?? segment;
+  });
 }
 
-async function activeKey(core: Core, request: FastifyRequest): Promise<ActiveKey & { rawKey: string }> {
+type LegacyKeyCache = TopicCache<LegacyKeyResolution>;
+
+async function activeKey(core: Core, legacyKeys: LegacyKeyCache, request: FastifyRequest): Promise<ActiveKey & { rawKey: string }> {
   const raw = request.headers['x-api-key'];
   if (raw === undefined || raw === '') throw unauthorized('missing_api_key', 'Send your v2 API key in the X-API-KEY header');
   if (Array.isArray(raw)) throw unauthorized('ambiguous_credentials', 'Send the X-API-KEY header once');
@@ -59,7 +68,8 @@ async function activeKey(core: Core, request: FastifyRequest): Promise<ActiveKey
       `v2 takes legacy keys only; a v4 key (${API_KEY_PREFIX}…) works on the v4 API, to which this endpoint has a successor`,
     );
   }
-  const key = await resolveLegacyKey(core, raw);
+  // Unknown keys are not cached, so a newly registered key works at once and guessing fills nothing.
+  const key = await legacyKeys.get(hashSecret(raw), () => resolveLegacyKey(core, raw), (found) => found.status !== 'unknown');
   if (key.status === 'unknown') throw unauthorized('invalid_api_key', 'The API key is unknown');
   if (key.status === 'disabled') throw unauthorized('legacy_key_disabled', 'This legacy key has been disabled; migrate to a v4 key');
   return { ...key, rawKey: raw };
@@ -73,7 +83,7 @@ interface Answer {
 }
 
 /** Calls the route's v4 operations and follow-ups with the bridge key and translates both ways. */
-async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey, document: Doc): Promise<Answer> {
+async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey, document: Doc, shared: SharedLookup): Promise<Answer> {
   const bridgeKey = key.bridgeApiKey;
   // A key holding a scope with a v4 successor always has a bridge key (see createLegacyKey).
   if (!bridgeKey) throw new Error(`legacy key ${key.legacyKeyId} holds ${route.scope} but has no bridge key`);
@@ -82,7 +92,12 @@ async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey,
     if (!body.ok) throw new AppError(status, body.error.code, body.error.message, body.error.details);
     return { status, data: body.data };
   };
-  const translation = new Translation(async (operation, input) => (await call(operation, input)).data, core.mappings.sunset.listCeiling);
+  const translation = new Translation(
+    async (operation, input) => (await call(operation, input)).data,
+    core.mappings.sunset.listCeiling,
+    // Per key: what a lookup answers depends on what the key may read.
+    (topic, lookupKey, load) => shared(topic, `${key.legacyKeyId} ${lookupKey}`, load),
+  );
   const translated = await translation.request(route.request, document);
   const { followUps } = translated;
   // A v2 list walks every page: the first one as large as the later ones, so its cursor fits them.
@@ -150,6 +165,11 @@ export function upstreamFailure(
 
 export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = (id) => inProcessV4Client(core, id)): void {
   const { sunset, scopes } = core.mappings;
+  // Disabling a key, or revoking its bridge key or user, drops the cache on every instance (see ChangeFeed).
+  const legacyKeys: LegacyKeyCache = new TopicCache(core.changes, 'credentials');
+  // A key's access changing drops its lookups too.
+  const lookupCaches: Record<LookupTopic, TopicCache<unknown>> = { teams: new TopicCache(core.changes, ['teams', 'credentials']) };
+  const shared: SharedLookup = (topic, key, load) => lookupCaches[topic].get(key, load);
   for (const route of core.mappings.routes) {
     const routeLabel = `${route.method} ${route.path}`;
     const capability = scopeEntryFor(scopes, route.scope)?.capability ?? 'none';
@@ -175,21 +195,21 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
         void reply.status(appError.status).send(v2ErrorBody(appError));
       },
       handler: async (request, reply) => {
-        const key = await activeKey(core, request);
+        const key = await activeKey(core, legacyKeys, request);
         if (!key.scopes.some((held) => entryMatches(held, route.scope))) {
           throw forbidden('missing_scope', `This legacy key lacks the v2 scope ${route.scope}, which ${routeLabel} requires`, {
             required: route.scope,
           });
         }
-        // Usage is counted before answering, failures included, so the audit never lags the caller.
+        // Usage is counted, failures included, before answering; written in batches (see UsageRecorder).
         let answer: Answer;
         try {
           answer =
             route.kind === 'passthrough'
               ? await forwardToLegacy(core, route, request, key.rawKey)
-              : await serveV4(core, v4For(request.id), route, key, restInput(route.method, request));
+              : await serveV4(core, v4For(request.id), route, key, restInput(route.method, request), shared);
         } finally {
-          await recordUsage(core.db, key.legacyKeyId, routeLabel, route.scope, core.now());
+          core.legacyUsage.record(key.legacyKeyId, routeLabel, route.scope, core.now());
         }
         if (answer.contentType) void reply.type(answer.contentType);
         return reply.status(answer.status).send(answer.body);

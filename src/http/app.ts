@@ -1,10 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
 import { AppError } from '../errors.js';
 import { registerRestRoutes } from './rest.js';
 import { registerDocs } from './openapi.js';
-import { registerV2Routes } from '../gateway/v2-routes.js';
+import { registerV2Routes, v2ErrorBody } from '../gateway/v2-routes.js';
+import { refuseLegacyKeysOnV4 } from '../gateway/legacy-key-guard.js';
+import { registerOAuthRoutes } from '../oauth/routes.js';
+import { registerPages } from '../pages/index.js';
+import { registerMcp } from '../mcp/endpoint.js';
+import { SharedStateUnavailable } from '../shared-state/index.js';
+import { readiness } from './health.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -24,6 +30,8 @@ function toAppError(error: FastifyError | Error): AppError {
       FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_json', 'The request body is empty but Content-Type is application/json'],
       FST_ERR_CTP_BODY_TOO_LARGE: ['body_too_large', `The request body exceeds ${BODY_LIMIT_BYTES} bytes`],
       FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Send the body as application/json'],
+      FST_ERR_BAD_URL: ['invalid_url', 'The URL is not validly percent-encoded UTF-8'],
+      FST_ERR_MAX_PARAM_LENGTH: ['path_segment_too_long', 'A path segment is longer than 100 characters'],
     };
     const [mapped, message] = friendly[code] ?? [code.toLowerCase(), error.message];
     return new AppError(status, mapped, message);
@@ -42,15 +50,32 @@ export function baseApp(core: Core): FastifyInstance {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     ajv: { customOptions: { removeAdditional: false } },
+    // A malformed URL or an over-long path segment fails before routing: answered in the shape of the API addressed.
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const appError = toAppError(error);
+      const { prefix } = core.mappings.sunset;
+      const v2 = prefix !== '' && request.url.startsWith(`${prefix}/`);
+      void reply.status(appError.status).send(v2 ? v2ErrorBody(appError) : errorBody(request.id, appError.code, appError.message));
+    },
+    // On close, idle keep-alive connections go at once; busy ones finish their request first.
+    forceCloseConnections: 'idle',
+    trustProxy: core.config.trustProxy,
   });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  app.addHook('onRequest', refuseLegacyKeysOnV4(core));
+  app.addHook('onResponse', async (request, reply) => {
+    // The route pattern, never the URL: ids in paths would explode the label set.
+    const route = request.routeOptions.url ?? 'unmatched';
+    core.metrics.http.recordRequest({ route, method: request.method, status: reply.statusCode }, reply.elapsedTime / 1000);
+  });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error);
     if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (appError instanceof SharedStateUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
     void reply.status(appError.status).send(errorBody(request.id, appError.code, appError.message, appError.details));
   });
 
@@ -61,6 +86,12 @@ export function baseApp(core: Core): FastifyInstance {
   });
 
   app.get('/healthz', async () => ({ ok: true }));
+  app.get('/readyz', async (request, reply) => {
+    const { ready, checks } = await readiness(core);
+    if (ready) return { ok: true, checks };
+    const down = Object.entries(checks).filter(([, state]) => state === 'down').map(([name]) => name);
+    return reply.status(503).send({ ...errorBody(request.id, 'not_ready', `Not ready: ${down.join(' and ')} down`), checks });
+  });
   // Unauthenticated like most Prometheus scrape targets: aggregate counters only, no key or company labels.
   app.get('/metrics', async (_request, reply) =>
     reply.type(core.metrics.registry.contentType).send(await core.metrics.registry.metrics()),
@@ -73,6 +104,9 @@ export async function buildApp(core: Core): Promise<FastifyInstance> {
   const app = baseApp(core);
   registerRestRoutes(app, core);
   registerV2Routes(app, core);
+  await registerMcp(app, core);
+  await registerOAuthRoutes(app, core);
+  await registerPages(app, core);
   await registerDocs(app, core);
   return app;
 }

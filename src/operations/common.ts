@@ -30,7 +30,13 @@ export const Phone = z
   .regex(PHONE_PATTERN, 'must be 5 to 30 characters of digits, spaces, +, - or parentheses, with at least 5 digits')
   .describe('Phone number, such as +49 30 5550 100');
 
-export const Id = z.string().trim().min(1).max(64).describe('Identifier');
+/** PostgreSQL text cannot hold U+0000: free-form strings refuse it here rather than fail in the database. */
+export const withoutNul = (schema: z.ZodString) => schema.regex(/^[^\0]*$/, 'must not contain the NUL character (U+0000)');
+
+/** Free text a list matches against (`query`); LIKE wildcards in it match literally. */
+export const SearchQuery = withoutNul(z.string().max(200));
+
+export const Id = withoutNul(z.string().trim().min(1).max(64)).describe('Identifier');
 
 /** ISO 3166-1 alpha-2 code; lower case is accepted and upper-cased. */
 export const CountryCode = z

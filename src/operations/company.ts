@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineOperation } from './operation.js';
-import { CompanyIdField, CountryCode, Phone, Text, envelopeOf, listEnvelope, PageFields, Timestamp } from './common.js';
+import { CompanyIdField, CountryCode, Phone, Text, envelopeOf, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
 import { createCompanyAddress, listCompanyAddresses } from '../domain/company.js';
 
 const NewAddress = {
@@ -31,6 +31,7 @@ const CompanyAddress = z.object({
 export const companyOperations = [
   defineOperation({
     name: 'list_company_addresses',
+    cli: 'company addresses list',
     title: 'List company addresses',
     description:
       'Lists the saved company addresses (offices and warehouses devices ship to or are collected from) of every company the caller belongs to. Filter by `country`, or by `query` matching alias or city. Returns the v4 list envelope with `addresses`.',
@@ -42,7 +43,7 @@ export const companyOperations = [
       ...PageFields,
       companyId: CompanyIdField,
       country: CountryCode.optional().describe('Only addresses in this country (ISO 3166-1 alpha-2)'),
-      query: z.string().max(200).optional().describe('Case-insensitive text matched against alias and city'),
+      query: SearchQuery.optional().describe('Case-insensitive text matched against alias and city'),
     }),
     output: listEnvelope('addresses', CompanyAddress),
     handler: async ({ core, principal }, input) =>
@@ -50,6 +51,7 @@ export const companyOperations = [
   }),
   defineOperation({
     name: 'create_company_address',
+    cli: 'company addresses create',
     title: 'Save a company address',
     description:
       'Saves an office or warehouse address for shipping and collection. All eight fields are required; the alias is unique within the company (a duplicate gets 409 address_alias_taken). An admin of several companies must pass `companyId`.',

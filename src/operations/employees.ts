@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineOperation } from './operation.js';
-import { CompanyIdField, CountryCode, envelopeOf, Id, OptionalText, Phone, Text, listEnvelope, PageFields, Timestamp } from './common.js';
+import { CompanyIdField, CountryCode, envelopeOf, Id, OptionalText, Phone, Text, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
 import { TeamName } from './teams.js';
 import {
   createEmployee,
@@ -73,6 +73,7 @@ const Employee = z.object({
 export const employeeOperations = [
   defineOperation({
     name: 'list_employees',
+    cli: 'employees list',
     title: 'List employees',
     description:
       'Searches and lists the employees the caller can see (managers: their teams and regions; employees: themselves). `query` matches name or email; filter by `teamName` and `country`. Returns the v4 list envelope with `employees`, each with its delivery address fields.',
@@ -83,7 +84,7 @@ export const employeeOperations = [
     input: z.strictObject({
       ...PageFields,
       companyId: CompanyIdField,
-      query: z.string().max(200).optional().describe('Text found in the display name or email (case-insensitive)'),
+      query: SearchQuery.optional().describe('Text found in the display name or email (case-insensitive)'),
       teamName: TeamName.optional().describe('Only employees of this team (case-insensitive)'),
       country: CountryCode.optional().describe('Only employees in this country'),
     }),
@@ -93,6 +94,7 @@ export const employeeOperations = [
   }),
   defineOperation({
     name: 'get_employee',
+    cli: 'employees get',
     title: 'Get an employee',
     description: 'Reads one employee by id, including the delivery address (addressOne, addressTwo, city, state, zipCode, phone, country).',
     capability: 'mcp:employees:read',
@@ -105,6 +107,7 @@ export const employeeOperations = [
   }),
   defineOperation({
     name: 'list_available_countries',
+    cli: 'employees countries',
     title: 'List countries with employees',
     description:
       'Lists the ISO country codes, sorted, of the visible employees that have a stored delivery address. Use it to choose a country for orders and device searches.',
@@ -118,6 +121,7 @@ export const employeeOperations = [
   }),
   defineOperation({
     name: 'create_employee',
+    cli: 'employees create',
     title: 'Create an employee',
     description:
       'Creates an employee. `displayName` and `email` are required; `addressTwo` and `phone` cannot be set here (set them afterwards with update_employee). With `sendInvitation` true a dashboard invitation is emailed to the work email; the response says `invitationQueued` and never contains an invitation URL. A duplicate email in the company gets 409 employee_email_taken.',
@@ -142,12 +146,15 @@ export const employeeOperations = [
   }),
   defineOperation({
     name: 'update_employee',
+    cli: 'employees update',
     title: 'Update an employee',
     description:
       'Changes the given fields of an employee (at least one), including the delivery address. The email of an employee with an active login cannot change (409 employee_has_active_login). `teamName` null removes the employee from their team.',
     capability: 'mcp:employees:write',
     readOnly: false,
     idempotent: true,
+    // Overwrites what was there: destructive in MCP's sense (not only additive).
+    destructive: true,
     method: 'PATCH',
     path: '/v4/employees/:id',
     input: z.strictObject({

@@ -8,6 +8,7 @@ const Named = z.object({ id: z.string(), name: z.string() });
 export const identityOperations = [
   defineOperation({
     name: 'whoami',
+    cli: 'whoami',
     title: 'Who am I',
     description:
       'Returns the authenticated user, their role, the companies they reach, their manager scope and the capabilities this credential grants right now. Needs no capability; call it first to learn what else you may call.',
@@ -28,10 +29,12 @@ export const identityOperations = [
       scope: z.object({ teams: z.array(Named), regions: z.array(z.string()) }),
       capabilities: z.array(CapabilitySchema),
       credential: z.object({
-        kind: z.enum(['api_key', 'id_token']),
+        kind: z.enum(['api_key', 'id_token', 'oauth']),
         keyId: z.string().optional(),
         key: z.string().optional(),
         issuer: z.string().optional(),
+        /** The OAuth client of a connection's token. */
+        clientId: z.string().optional(),
       }),
     }),
     handler: ({ core, principal }) => describePrincipal(core.db, principal),

@@ -7,6 +7,7 @@ import { companyOperations } from './company.js';
 import { orderWriteOperations } from './orders.js';
 import { orderReadOperations } from './order-reads.js';
 import { orderTrackingOperations } from './order-tracking.js';
+import { legacyKeyOperations } from './legacy-keys.js';
 
 /** The operation table: every REST route, MCP tool and CLI command is derived from this list. */
 export const OPERATIONS: readonly AnyOperation[] = [
@@ -18,6 +19,7 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...teamOperations,
   ...inventoryOperations,
   ...companyOperations,
+  ...legacyKeyOperations,
 ];
 
 export function operationByName(name: string): AnyOperation | undefined {

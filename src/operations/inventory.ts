@@ -10,6 +10,7 @@ import {
   MAX_PAGE_SIZE,
   PageFields,
   QueryBoolean,
+  SearchQuery,
   Text,
   Timestamp,
 } from './common.js';
@@ -91,6 +92,7 @@ const NewDeviceFields = {
 export const inventoryOperations: AnyOperation[] = [
   defineOperation({
     name: 'search_inventory',
+    cli: 'inventory search',
     title: 'Search inventory',
     description:
       'Searches the devices the caller can see (admins: their companies; managers: devices of employees they see plus unassigned stock in their regions; employees: their own devices). `query` matches serial number, manufacturer and model; filter with `inStock` (true = status Available), `category`, `productType`, `country`, `status`. Returns the v4 list envelope with `devices`.',
@@ -101,7 +103,7 @@ export const inventoryOperations: AnyOperation[] = [
     input: z.strictObject({
       ...PageFields,
       companyId: CompanyIdField,
-      query: z.string().trim().max(200).optional().describe('Free text over serial number, manufacturer and model'),
+      query: SearchQuery.trim().optional().describe('Free text over serial number, manufacturer and model'),
       inStock: QueryBoolean.optional().describe('true: only Available devices; false: only devices not Available'),
       category: Category.optional(),
       productType: ProductType.optional(),
@@ -113,6 +115,7 @@ export const inventoryOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'get_assigned_devices',
+    cli: 'employees devices',
     title: "List an employee's devices",
     description:
       'Lists the devices currently assigned to an employee. The employee must be visible to the caller, else 404. Returns the v4 list envelope with `devices`.',
@@ -127,6 +130,7 @@ export const inventoryOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'get_product',
+    cli: 'products get',
     title: 'Get a device',
     description:
       'Reads one device, with its assignment, condition and location, by productId or serial number. Employees read only their own devices. A serial number registered in several companies the caller reaches is 409 ambiguous_serial listing them: pass `companyId` to choose.',
@@ -140,6 +144,7 @@ export const inventoryOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'get_device_options',
+    cli: 'devices options',
     title: 'Rank device options',
     description:
       'Lists the device models of one `productType` available (status Available) in the inventory the caller can see, optionally in one `country`. Ranking: highest specScore first (memory, then storage, then recency), then most units in stock, then manufacturer and model name. Each option gives its rank, specs, in-stock count, countries where it is in stock and up to 5 sample productIds to order. Returns `{ options }`.',
@@ -172,6 +177,7 @@ export const inventoryOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'suggest_alternative_device',
+    cli: 'devices suggestions',
     title: 'Suggest catalog alternatives',
     description:
       'When inventory has no suitable device, suggests items of the master catalog purchasable in `country` (stock > 0), optionally of one `productType`. Ranking: shortest lead time first, then highest specScore, then name. A country without catalog availability gives an empty list. Returns `{ country, suggestions }`; order one with create_purchase_order.',
@@ -206,11 +212,14 @@ export const inventoryOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'add_product_pin_code',
+    cli: 'products pin-code',
     title: 'Store a device PIN',
     description: `Stores (or replaces) a device's unlock PIN, 4 to 12 digits. Name the device by exactly one of productId or serialNumber. Only ${PIN_TYPES.join(', ')} take a PIN; other types get 422 pin_not_supported_for_type. The PIN is encrypted at rest and never returned: the device record shows pinCodeSet and pinCodeSetAt.`,
     capability: 'mcp:inventory:write',
     readOnly: false,
     idempotent: true,
+    // Overwrites what was there: destructive in MCP's sense (not only additive).
+    destructive: true,
     method: 'POST',
     path: '/v4/products/pin-code',
     input: z
@@ -229,6 +238,7 @@ export const inventoryOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'register_products',
+    cli: 'products register',
     title: 'Register stock devices',
     description:
       'Registers 1 to 500 devices as company stock (status Available), all or nothing. Serial numbers must be new to the company: repeats get 409 serial_number_taken naming each products.<index>.serialNumber. A companyAddressId must be one of the company’s addresses and sets the location country. Returns `{ products }`.',
@@ -257,6 +267,7 @@ export const inventoryOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'register_device_in_use',
+    cli: 'employees register-device',
     title: 'Register a device in use',
     description:
       'Records a device an employee already uses: it is created with status Assigned to that employee, located in their country. The serial number must be new to the company (409 serial_number_taken). The employee must be visible to the caller, else 404.',

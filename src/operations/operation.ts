@@ -17,6 +17,8 @@ export interface OperationContext {
 export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   /** The MCP tool name, and the operation's identity everywhere else. */
   name: string;
+  /** The `svc` command words: `<resource> <action>` (`company addresses list`), or one word (`whoami`). */
+  cli: string;
   title: string;
   /** Written for an AI agent as much as for a person: what it does, when to use it, what it returns. */
   description: string;

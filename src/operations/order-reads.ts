@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineOperation } from './operation.js';
-import { CompanyIdField, envelopeOf, Id, listEnvelope, PageFields, QueryBoolean, Text, Timestamp } from './common.js';
+import { CompanyIdField, envelopeOf, Id, listEnvelope, PageFields, QueryBoolean, Text, Timestamp, SearchQuery } from './common.js';
 import { OrderSchema } from './order-schemas.js';
 import {
   ALL_ORDER_TYPES,
@@ -109,6 +109,7 @@ export const OrderEventBody = z.discriminatedUnion('type', [
 export const orderReadOperations = [
   defineOperation({
     name: 'list_orders',
+    cli: 'orders list',
     title: 'List orders',
     description:
       'Searches and lists the orders the caller can see (managers: orders of the employees in their teams and regions, and inventory purchases for their regions; employees: their own). Filters: `status` (case-insensitive, e.g. shipped), `orderType`, `employeeId`, `topLevel` (true hides sub-orders), and `query`, free text matching the employee name or email, the order id or a device serial number. `sort` is one of createdAt, updatedAt, status, orderType, with - for descending (default -createdAt). Returns the v4 list envelope with `orders`; follow nextCursor for stable pages.',
@@ -121,7 +122,7 @@ export const orderReadOperations = [
       companyId: CompanyIdField,
       status: OrderStatusInput.optional(),
       orderType: caseInsensitiveEnum(ALL_ORDER_TYPES, 'Order type').optional(),
-      query: z.string().trim().max(200).optional().describe('Free text over employee name or email, order id and device serial number; case-insensitive'),
+      query: SearchQuery.trim().optional().describe('Free text over employee name or email, order id and device serial number; case-insensitive'),
       employeeId: Id.optional().describe('Only orders concerning this employee'),
       topLevel: QueryBoolean.default(false).describe('true lists only top-level orders, hiding sub-orders'),
       sort: Sort,
@@ -131,6 +132,7 @@ export const orderReadOperations = [
   }),
   defineOperation({
     name: 'get_order',
+    cli: 'orders get',
     title: 'Get an order',
     description:
       'Reads one order with its hierarchy: the parent order, sub-orders (such as accessory requests), device requests (each device with its role and progress), dispositions, legal hold, pickup window and shipments. An order outside the caller’s scope is 404.',
@@ -144,6 +146,7 @@ export const orderReadOperations = [
   }),
   defineOperation({
     name: 'get_order_history',
+    cli: 'orders history',
     title: 'Get order history',
     description:
       'The event log of one order in the order things happened (creation, status changes, delays and their resolution, shipments, device events), and a per-device timeline derived from it: for each device, the order-wide status changes, the shipments that carry it (outbound for delivered and serviced devices, return for returned and serviced ones) and the events about that device.',
@@ -163,6 +166,7 @@ export const orderReadOperations = [
   }),
   defineOperation({
     name: 'record_order_event',
+    cli: 'orders event',
     title: 'Post a fulfilment or courier event',
     description: `The logistics side's way to move an order: admins only (anyone else gets 403 logistics_only); the operator's equivalent is \`svc-server orders advance|event\`. The body is one event, by \`type\`: \`status\` moves the order (transitions: ${TRANSITION_TABLE}; anything else is 409 invalid_transition listing the allowed next states); \`delay\` records a delay reason (${DELAY_REASONS.join(', ')}), \`delay_resolved\` closes it (422 no_open_delay if it is not open); \`shipment\` records a carrier and tracking number; \`device\` reports one device's progress (422 device_not_on_order). Status changes move the devices in the same transaction: In Progress puts serviced devices In Repair; Shipped puts delivered devices In Transit; Delivered assigns delivered devices to the employee, returns returned ones to stock (or Retired for recycle, still assigned for keep) and serviced ones to their holder; Completed does the same when there was no Delivered; Completed and Cancelled release the device holds, and Cancelled restores every device to its state before the order. Delays and shipments are refused on a closed order (422 order_closed). Returns the order.`,
     capability: 'mcp:orders:write',

@@ -71,6 +71,7 @@ const Tracking = z.object({
 export const orderTrackingOperations = [
   defineOperation({
     name: 'get_order_sla',
+    cli: 'orders sla',
     title: 'Get the SLA of an order',
     description: [
       'Returns the SLA of one order: target, due date, elapsed and remaining days, a delay status and the reasons for any delay.',
@@ -92,6 +93,7 @@ export const orderTrackingOperations = [
   }),
   defineOperation({
     name: 'get_tracking',
+    cli: 'orders tracking',
     title: 'Track the shipments of an order',
     description: [
       'Returns the shipments of one order, each with carrier, tracking number and direction, and one timeline merging',

@@ -129,6 +129,7 @@ const PURCHASE_RULES =
 export const orderWriteOperations: AnyOperation[] = [
   defineOperation({
     name: 'validate_order_constraints',
+    cli: 'orders validate',
     title: 'Check whether an order can be placed',
     description: `Runs every rule create_order (or create_purchase_order, for the purchase types) applies, without creating anything, and lists every violation, not just the first. The body is that of the matching creation, keyed by orderType. Returns { valid, orderType, violations: [{ code, message, field?, productId? }] }; the codes are stable and the creation refuses with the same ones. A malformed body is a 400, as on creation. ${DEVICE_RULES} ${PURCHASE_RULES}`,
     capability: 'mcp:orders:read',
@@ -145,6 +146,7 @@ export const orderWriteOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'create_order',
+    cli: 'orders create',
     title: 'Place an order',
     description: `Places a Deployment, Offboarding, Collection, Maintenance or Swap from Inventory order for an employee, with status Pending, in the employee's company and country. Each device gets a role: deliver (Deployment, the Available side of a Swap), return (Offboarding, Collection, the assigned side of a Swap) or service (Maintenance), and is held until the order is Completed or Cancelled. ${STRUCTURES} A rule broken is 422 order_constraints_violated whose details list every violation, with the codes validate_order_constraints gives. ${DEVICE_RULES} Returns the order as get_order does; the caller needs no mcp:orders:read for this answer.`,
     capability: 'mcp:orders:write',
@@ -158,6 +160,7 @@ export const orderWriteOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'create_purchase_order',
+    cli: 'orders purchase',
     title: 'Buy catalog devices',
     description: `Buys master-catalog items: Purchase for Employee (employeeId required; ships to the employee) or Purchase for Inventory (no employee; into the company pool; an admin of several companies passes companyId). items: 1 to ${MAX_ITEMS} of { itemId, quantity 1 to ${MAX_QUANTITY}, country }. The order stores each item with its catalog name, unit price, currency and lead time; it has no device requests. A rule broken is 422 order_constraints_violated listing every violation. ${PURCHASE_RULES} Returns the order as get_order does.`,
     capability: 'mcp:orders:write',
@@ -171,6 +174,7 @@ export const orderWriteOperations: AnyOperation[] = [
   }),
   defineOperation({
     name: 'add_power_accessory',
+    cli: 'orders accessories',
     title: 'Request a replacement charger',
     description:
       'Requests a charger for a device on an open order. Name the DEVICE that needs the charger by exactly one of productId or serialNumber, not a charger SKU: a catalog item id or a device that is itself a charger is 400 expected_device_not_sku. The device must be on the order (422 device_not_on_order) and the order open, not Completed or Cancelled (422 order_closed); one open charger request per device and order (409 accessory_already_requested). Creates a sub-order of type Accessory (status Pending) serving that device, records accessory_requested on the order, and returns the parent order, whose subOrders show the new one.',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineOperation } from './operation.js';
-import { CompanyIdField, envelopeOf, Id, Text, listEnvelope, PageFields, Timestamp } from './common.js';
+import { CompanyIdField, envelopeOf, Id, Text, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
 import { createTeam, getTeam, listTeams, renameTeam } from '../domain/teams.js';
 
 export const TeamName = Text(100, 'Team name, unique within the company (case-insensitive)');
@@ -16,6 +16,7 @@ const Team = z.object({
 export const teamOperations = [
   defineOperation({
     name: 'list_teams',
+    cli: 'teams list',
     title: 'List teams',
     description:
       'Lists the teams the caller can see (managers see only the teams they are scoped to). Filter by name with `query`. Returns the v4 list envelope with `teams`.',
@@ -23,13 +24,14 @@ export const teamOperations = [
     readOnly: true,
     method: 'GET',
     path: '/v4/teams',
-    input: z.strictObject({ ...PageFields, companyId: CompanyIdField, query: z.string().max(200).optional() }),
+    input: z.strictObject({ ...PageFields, companyId: CompanyIdField, query: SearchQuery.optional() }),
     output: listEnvelope('teams', Team),
     handler: async ({ core, principal }, input) =>
       envelopeOf('teams', await listTeams(core.db, principal, input)),
   }),
   defineOperation({
     name: 'get_team',
+    cli: 'teams get',
     title: 'Get a team',
     description: 'Reads one team by id, with its employee count.',
     capability: 'mcp:teams:read',
@@ -42,6 +44,7 @@ export const teamOperations = [
   }),
   defineOperation({
     name: 'create_team',
+    cli: 'teams create',
     title: 'Create a team',
     description: 'Creates a team. Names are unique within a company: a duplicate gets 409 team_name_taken.',
     capability: 'mcp:teams:write',
@@ -55,11 +58,14 @@ export const teamOperations = [
   }),
   defineOperation({
     name: 'update_team',
+    cli: 'teams update',
     title: 'Rename a team',
     description: 'Renames a team. The new name must be unused in the company, else 409 team_name_taken.',
     capability: 'mcp:teams:write',
     readOnly: false,
     idempotent: true,
+    // Overwrites what was there: destructive in MCP's sense (not only additive).
+    destructive: true,
     method: 'PATCH',
     path: '/v4/teams/:id',
     input: z.strictObject({ id: Id, name: TeamName }),

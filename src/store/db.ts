@@ -13,6 +13,12 @@ export interface Db extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs a multi-statement script (migrations). */
   exec(script: string): Promise<void>;
+  /**
+   * Delivers NOTIFY payloads of `channel`, this process's own before the committing call returns.
+   * Call it before the first query. `onGap(false)` says notifications may be missed from now on
+   * (the listening connection is lost); `onGap(true)` that listening resumed. Resolves once listening.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onGap: (live: boolean) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -101,6 +107,13 @@ async function openPglite(dataDir: string): Promise<Db> {
     exec: async (script) => {
       await pg.exec(script);
     },
+    // One in-process connection: notifications cannot be missed, so there is never a gap.
+    listen: async (channel, onNotify) => {
+      const stop = await pg.listen(channel, onNotify);
+      return async () => {
+        if (!pg.closed) await stop();
+      };
+    },
     close: async () => {
       await pg.close();
       unlock();
@@ -108,13 +121,27 @@ async function openPglite(dataDir: string): Promise<Db> {
   };
 }
 
+const RECONNECT_DELAYS_MS = [100, 500, 1000, 2000, 5000];
+export const CHANGE_LISTENER_NAME = 'svc-change-listener';
+
 async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const { default: pg } = await import('pg');
-  const pool = new pg.Pool({
+  const connection = {
     connectionString: databaseUrl,
-    max: 10,
     options: schema ? `-c search_path=${schema}` : undefined,
+  };
+  const listeners = new Map<string, (payload: string) => void>();
+  const dispatch = (message: { channel: string; payload?: string | undefined }) => listeners.get(message.channel)?.(message.payload ?? '');
+  const pool = new pg.Pool({
+    ...connection,
+    max: 10,
     types: { getTypeParser: (oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text') },
+    // Pooled connections listen too: the notification of this process's own commit then arrives on the
+    // committing connection before the commit returns, so a caller never outruns its own write.
+    onConnect: async (client) => {
+      client.on('notification', dispatch);
+      for (const channel of listeners.keys()) await client.query(`LISTEN ${channel}`);
+    },
   });
   // An idle client's network error must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
@@ -141,6 +168,45 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     },
     exec: async (script) => {
       await pool.query(script);
+    },
+    listen: async (channel, onNotify, onGap) => {
+      listeners.set(channel, onNotify);
+      // A dedicated connection hears other processes while the pool is idle; reconnected with backoff.
+      let stopped = false;
+      let client: InstanceType<typeof pg.Client> | undefined;
+      const connect = async (attempt: number): Promise<void> => {
+        // Named, so an operator can tell it in pg_stat_activity.
+        const next = new pg.Client({ ...connection, application_name: CHANGE_LISTENER_NAME });
+        next.on('notification', dispatch);
+        next.on('error', () => undefined);
+        try {
+          await next.connect();
+          await next.query(`LISTEN ${channel}`);
+        } catch (error) {
+          await next.end().catch(() => undefined);
+          if (attempt === 0) throw error;
+          const delay = RECONNECT_DELAYS_MS[Math.min(attempt, RECONNECT_DELAYS_MS.length - 1)];
+          if (!stopped) setTimeout(() => void connect(attempt + 1), delay).unref();
+          return;
+        }
+        if (stopped) {
+          await next.end().catch(() => undefined);
+          return;
+        }
+        client = next;
+        next.on('end', () => {
+          if (stopped) return;
+          onGap(false);
+          void connect(1);
+        });
+        if (attempt > 0) onGap(true);
+      };
+      await connect(0);
+      return async () => {
+        stopped = true;
+        listeners.delete(channel);
+        await client?.end().catch(() => undefined);
+      };
     },
     close: () => pool.end(),
   };

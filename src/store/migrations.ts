@@ -288,6 +288,70 @@ CREATE TABLE legacy_key_usage (
 );
 `,
   },
+  {
+    // Caches of credentials and lookups are dropped on these notifications, on every instance,
+    // from the commit on (NOTIFY is transactional). Payload: topic and schema.
+    id: '0006_change_notifications',
+    up: `
+CREATE FUNCTION notify_credentials_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('svc_changes', 'credentials:' || current_schema());
+  RETURN NULL;
+END $$;
+CREATE FUNCTION notify_teams_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('svc_changes', 'teams:' || current_schema());
+  RETURN NULL;
+END $$;
+CREATE TRIGGER users_credentials_changed AFTER UPDATE OF role, disabled_at, employee_id, email, display_name OR DELETE ON users
+  FOR EACH STATEMENT EXECUTE FUNCTION notify_credentials_changed();
+CREATE TRIGGER user_companies_credentials_changed AFTER INSERT OR UPDATE OR DELETE ON user_companies
+  FOR EACH STATEMENT EXECUTE FUNCTION notify_credentials_changed();
+CREATE TRIGGER manager_teams_credentials_changed AFTER INSERT OR UPDATE OR DELETE ON manager_teams
+  FOR EACH STATEMENT EXECUTE FUNCTION notify_credentials_changed();
+CREATE TRIGGER manager_regions_credentials_changed AFTER INSERT OR UPDATE OR DELETE ON manager_regions
+  FOR EACH STATEMENT EXECUTE FUNCTION notify_credentials_changed();
+CREATE TRIGGER api_keys_credentials_changed AFTER UPDATE OF revoked_at, capabilities, user_id, secret_hash OR DELETE ON api_keys
+  FOR EACH STATEMENT EXECUTE FUNCTION notify_credentials_changed();
+CREATE TRIGGER legacy_keys_credentials_changed
+  AFTER UPDATE OF disabled_at, scopes, company_id, key_hash, bridge_key_id, bridge_key_ciphertext OR DELETE ON legacy_keys
+  FOR EACH STATEMENT EXECUTE FUNCTION notify_credentials_changed();
+CREATE TRIGGER teams_changed AFTER INSERT OR UPDATE OR DELETE ON teams
+  FOR EACH STATEMENT EXECUTE FUNCTION notify_teams_changed();
+`,
+  },
+  {
+    // OAuth for MCP clients: oidc-provider's records (clients, grants = connections, codes, tokens,
+    // interactions) keyed by a SHA-256 of their id, so a leaked table yields no usable token.
+    // Sign-ins to the application pages live in app_sessions, also hashed; passwords are scrypt.
+    id: '0007_oauth',
+    up: `
+ALTER TABLE users ADD COLUMN password_hash text;
+
+CREATE TABLE oauth_records (
+  kind text NOT NULL,
+  id_hash text NOT NULL,
+  payload jsonb NOT NULL,
+  grant_id text,
+  uid text,
+  account_id text,
+  expires_at timestamptz,
+  consumed_at timestamptz,
+  PRIMARY KEY (kind, id_hash)
+);
+CREATE INDEX oauth_records_grant_idx ON oauth_records (grant_id) WHERE grant_id IS NOT NULL;
+CREATE INDEX oauth_records_uid_idx ON oauth_records (uid) WHERE uid IS NOT NULL;
+CREATE INDEX oauth_records_account_idx ON oauth_records (account_id, kind) WHERE account_id IS NOT NULL;
+
+CREATE TABLE app_sessions (
+  id_hash text PRIMARY KEY,
+  user_id text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX app_sessions_user_idx ON app_sessions (user_id);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;
@@ -312,10 +376,23 @@ export async function migrate(db: Db): Promise<string[]> {
   });
 }
 
-/** Our migrations hold no semicolons inside literals or bodies, so a plain split is exact. */
+/** Splits on semicolons outside $$-quoted function bodies; our migrations hold none inside literals. */
 function splitStatements(script: string): string[] {
-  return script
-    .split(';')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
+  const statements: string[] = [];
+  let current = '';
+  for (const [index, part] of script.split('$$').entries()) {
+    // Odd parts lie between a pair of $$: a function body, kept whole.
+    if (index % 2 === 1) {
+      current += `$$${part}$$`;
+      continue;
+    }
+    const pieces = part.split(';');
+    current += pieces.shift();
+    for (const piece of pieces) {
+      statements.push(current);
+      current = piece;
+    }
+  }
+  statements.push(current);
+  return statements.map((s) => s.trim()).filter((s) => s.length > 0);
 }

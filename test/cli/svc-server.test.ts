@@ -1,23 +1,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { backends, TEST_SECRET_KEY } from '../helpers/harness.js';
+import { backends, TEST_SECRET_KEY, freePort } from '../helpers/harness.js';
 
 const ENTRY = ['--import', 'tsx', 'src/main.ts'];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe.each(backends())('svc-server commands [%s]', (backend) => {
   let dataDir: string;

@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -10,7 +10,7 @@ import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { loadConfig } from '../../src/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
-import { backends, client, TEST_SECRET_KEY } from '../helpers/harness.js';
+import { backends, client, TEST_SECRET_KEY, freePort } from '../helpers/harness.js';
 
 /*
  * The separate deployment: the core runs as its own process, the gateway in this one on the same
@@ -21,15 +21,6 @@ const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 // Outside the brownouts of sunset.yaml, so v2 answers.
 const NOW = new Date('2026-06-01T12:00:00Z');
 type Doc = Record<string, unknown>;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitUntilUp(url: string): Promise<boolean> {
   for (let i = 0; i < 120; i++) {
@@ -133,11 +124,20 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     expect(me.headers['x-request-id']).toBe('apart-me-1');
     expect(me.body.meta.requestId).toBe('apart-me-1');
 
-    const before = await metric('svc_v4_legacy_key_rejections_total{surface="rest"}');
-    const legacy = await client(gateway, demo.legacyKeys.full).get('/v4/me');
-    expect(legacy.status).toBe(401);
-    expect(legacy.body.error).toEqual({ code: 'api_key_not_user_bound', message: NOT_USER_BOUND_MESSAGE });
-    expect(await metric('svc_v4_legacy_key_rejections_total{surface="rest"}')).toBe(before + 1);
+    for (const [method, url, surface] of [
+      ['GET', '/v4/me', 'rest'],
+      ['GET', '/v4/employees', 'rest'],
+      ['POST', '/mcp', 'mcp'],
+      ['POST', '/api/oauth/token', 'oauth'],
+    ] as const) {
+      const counter = `svc_v4_legacy_key_rejections_total{surface="${surface}"}`;
+      const before = await metric(counter);
+      const api = client(gateway, demo.legacyKeys.full);
+      const legacy = method === 'GET' ? await api.get(url) : await api.post(url, {});
+      expect(legacy.status, url).toBe(401);
+      expect(legacy.body.error).toEqual({ code: 'api_key_not_user_bound', message: NOT_USER_BOUND_MESSAGE });
+      expect(await metric(counter)).toBe(before + 1);
+    }
   });
 
   it('passes Mcp-Session-Id both ways and streams the answer', async () => {

@@ -7,7 +7,7 @@ import {
   importLegacyKeys,
   legacyKeyUsage,
   listLegacyKeys,
-  recordUsage,
+  UsageRecorder,
   resolveLegacyKey,
 } from '../../src/gateway/legacy-keys.js';
 import { capabilitiesForScopes, loadMappings } from '../../src/gateway/mappings.js';
@@ -83,7 +83,7 @@ describe.each(backends())('legacy keys [%s]', (backend) => {
     const stored = JSON.stringify(row);
     expect(stored).not.toContain(created.rawKey!);
     expect(stored).not.toContain(bridgeKey);
-    const listed = JSON.stringify(await listLegacyKeys(t.core.db));
+    const listed = JSON.stringify(await listLegacyKeys(t.core));
     expect(listed).not.toContain(created.rawKey!);
     expect(listed).not.toContain(String(row!.key_hash));
     expect(listed).not.toContain('bridge_key_ciphertext');
@@ -106,14 +106,14 @@ describe.each(backends())('legacy keys [%s]', (backend) => {
     });
     expect(await resolveLegacyKey(t.core, `${rawKey}x`)).toEqual({ status: 'unknown' });
 
-    const before = (await listLegacyKeys(t.core.db)).length;
+    const before = (await listLegacyKeys(t.core)).length;
     const again = importLegacyKeys(t.core, mappings, [
       { company: t.demo.companies.acme, name: 'Fresh', key: 'another-key-0001', scopes: ['api.teams.getAll'] },
       { company: t.demo.companies.acme, name: 'Again', key: rawKey, scopes: ['api.teams.getAll'] },
     ]);
     await expect(again).rejects.toMatchObject({ status: 409, code: 'legacy_key_exists', message: expect.stringContaining('Entry 2 ("Again")') });
     // The whole file rolled back: the first entry was not kept either.
-    expect(await listLegacyKeys(t.core.db)).toHaveLength(before);
+    expect(await listLegacyKeys(t.core)).toHaveLength(before);
     expect(await resolveLegacyKey(t.core, 'another-key-0001')).toEqual({ status: 'unknown' });
 
     const inFile = importLegacyKeys(t.core, mappings, [
@@ -182,29 +182,57 @@ describe.each(backends())('legacy keys [%s]', (backend) => {
   });
 
   it('lists keys by company', async () => {
-    const globex = await listLegacyKeys(t.core.db, t.demo.companies.globex);
+    const globex = await listLegacyKeys(t.core, t.demo.companies.globex);
     expect(globex.length).toBeGreaterThan(0);
     expect(globex.every((k) => k.companyId === t.demo.companies.globex)).toBe(true);
-    expect((await listLegacyKeys(t.core.db)).length).toBeGreaterThan(globex.length);
+    expect((await listLegacyKeys(t.core)).length).toBeGreaterThan(globex.length);
   });
 
   it('counts calls per key, UTC day and endpoint, and keeps the last use', async () => {
     const { id } = await createLegacyKey(t.core, mappings, { companyId: t.demo.companies.acme, name: 'Busy', scopes: ['api.teams.getAll'] });
     const day1 = new Date('2026-11-20T23:59:00Z');
     const day2 = new Date('2026-11-21T00:01:00Z');
-    await recordUsage(t.core.db, id, 'GET /teams', 'api.teams.getAll', day1);
-    await recordUsage(t.core.db, id, 'GET /teams', 'api.teams.getAll', new Date('2026-11-20T10:00:00Z'));
-    await recordUsage(t.core.db, id, 'GET /teams/:teamId', 'api.team.get', day1);
-    await recordUsage(t.core.db, id, 'GET /teams', 'api.teams.getAll', day2);
-    await recordUsage(t.core.db, 'lk_missing', 'GET /teams', 'api.teams.getAll', day2);
+    const usage = t.core.legacyUsage;
+    usage.record(id, 'GET /teams', 'api.teams.getAll', day1);
+    usage.record(id, 'GET /teams', 'api.teams.getAll', new Date('2026-11-20T10:00:00Z'));
+    // Counts add up across flushes, not only within one.
+    await usage.flush();
+    usage.record(id, 'GET /teams/:teamId', 'api.team.get', day1);
+    usage.record(id, 'GET /teams', 'api.teams.getAll', day2);
+    usage.record('lk_missing', 'GET /teams', 'api.teams.getAll', day2);
 
-    expect(await legacyKeyUsage(t.core.db, id)).toEqual([
+    expect(await legacyKeyUsage(t.core, id)).toEqual([
       { day: '2026-11-20', endpoint: 'GET /teams', scope: 'api.teams.getAll', calls: 2 },
       { day: '2026-11-20', endpoint: 'GET /teams/:teamId', scope: 'api.team.get', calls: 1 },
       { day: '2026-11-21', endpoint: 'GET /teams', scope: 'api.teams.getAll', calls: 1 },
     ]);
-    expect(await legacyKeyUsage(t.core.db, 'lk_missing')).toEqual([]);
-    const [listed] = (await listLegacyKeys(t.core.db)).filter((k) => k.id === id);
+    expect(await legacyKeyUsage(t.core, 'lk_missing')).toEqual([]);
+    const [listed] = (await listLegacyKeys(t.core)).filter((k) => k.id === id);
     expect(listed!.lastUsedAt).toBe(day2.toISOString());
+  });
+
+  it('keeps the counts of a failed write for the next flush', async () => {
+    const { id } = await createLegacyKey(t.core, mappings, { companyId: t.demo.companies.acme, name: 'Flaky', scopes: ['api.teams.getAll'] });
+    let failNext = true;
+    const flakyDb = {
+      query: <R,>(statement: Parameters<typeof t.core.db.query>[0]) => {
+        if (failNext) {
+          failNext = false;
+          return Promise.reject(new Error('connection lost'));
+        }
+        return t.core.db.query<R>(statement);
+      },
+    };
+    const errors: unknown[] = [];
+    const recorder = new UsageRecorder(flakyDb, (error) => errors.push(error), 60_000);
+    const at = new Date('2026-11-20T10:00:00Z');
+    recorder.record(id, 'GET /teams', 'api.teams.getAll', at);
+    recorder.record(id, 'GET /teams', 'api.teams.getAll', at);
+    await recorder.flush();
+    expect(errors).toHaveLength(1);
+    expect(await legacyKeyUsage(t.core, id)).toEqual([]);
+    recorder.record(id, 'GET /teams', 'api.teams.getAll', at);
+    await recorder.close();
+    expect(await legacyKeyUsage(t.core, id)).toEqual([{ day: '2026-11-20', endpoint: 'GET /teams', scope: 'api.teams.getAll', calls: 3 }]);
   });
 });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
@@ -64,6 +65,33 @@ export async function startTestApp(
       }
     },
   };
+}
+
+/** A loopback port free right now (for servers whose address must be configured before they listen). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ListeningTestApp extends TestApp {
+  /** http://127.0.0.1:<port>: also the configured public base URL, so OAuth and MCP discovery URLs are exact. */
+  baseUrl: string;
+  mcpUrl: string;
+}
+
+/** The demo app listening on a loopback port it was configured with: clients speak real HTTP to it. */
+export async function startListeningApp(backend: Backend, options: Parameters<typeof startTestApp>[1] = {}): Promise<ListeningTestApp> {
+  const port = await freePort();
+  const t = await startTestApp(backend, { ...options, config: { host: '127.0.0.1', port, ...options?.config } });
+  await t.app.listen({ host: '127.0.0.1', port });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  return { ...t, baseUrl, mcpUrl: `${baseUrl}/mcp` };
 }
 
 export interface ApiResponse<T = any> {

@@ -46,6 +46,9 @@ describe.each(backends())('authentication [%s]', (backend) => {
       ['GET', '/v4/employees'],
       ['GET', '/v4/teams'],
       ['POST', '/v4/teams'],
+      // Refused before routing: the MCP endpoint and the OAuth token endpoint alike.
+      ['POST', '/mcp'],
+      ['POST', '/api/oauth/token'],
     ] as const)('rejects a legacy v2 key on %s %s: not bound to a user', async (method, url) => {
       const api = client(t.app, LEGACY_KEY);
       const res = method === 'GET' ? await api.get(url) : await api.post(url, { name: 'Legacy' });

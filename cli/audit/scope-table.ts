@@ -1,0 +1,75 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+import { usageError } from '../exit-codes.js';
+
+/*
+ * The bundled scope table (mappings/scopes.yaml) and sunset (mappings/sunset.yaml), read without
+ * zod or the operation table so `svc migrate audit --scopes …` starts fast and works offline. The
+ * server validates the same files in full (src/gateway/mappings.ts); test/cli/svc-audit.test.ts
+ * proves this reader and that loader agree on every entry.
+ */
+
+export const SCOPE_STATUSES = ['mapped', 'mapped-broader', 'covered-by-order-type', 'no-successor'] as const;
+export type ScopeStatus = (typeof SCOPE_STATUSES)[number];
+
+export interface ScopeRule {
+  /** A v2 scope, or a prefix ending in `.*` covering every scope under it. */
+  name: string;
+  status: ScopeStatus;
+  capability: string | undefined;
+  endpoints: string[];
+  note: string | undefined;
+  reason: string | undefined;
+}
+
+export interface ScopeTable {
+  rules: ScopeRule[];
+  sunset: Date;
+}
+
+/** The maps shipped with the package, whether running from cli/ (tsx) or dist/cli/. */
+export function bundledMappingsDir(): string {
+  const candidates = ['../../mappings', '../../../mappings'].map((relative) => fileURLToPath(new URL(relative, import.meta.url)));
+  return candidates.find((dir) => existsSync(join(dir, 'scopes.yaml'))) ?? candidates[0]!;
+}
+
+function readYaml(dir: string, file: string): unknown {
+  try {
+    return parse(readFileSync(join(dir, file), 'utf8'));
+  } catch (error) {
+    throw usageError(`The scope maps in ${dir} are unusable: ${file}: ${(error as Error).message}`);
+  }
+}
+
+const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+
+export function readScopeTable(dir = bundledMappingsDir()): ScopeTable {
+  const scopes = (readYaml(dir, 'scopes.yaml') as { scopes?: Record<string, Record<string, unknown>> } | null)?.scopes;
+  const sunset = new Date(String((readYaml(dir, 'sunset.yaml') as { sunset?: unknown } | null)?.sunset));
+  if (!scopes || Number.isNaN(sunset.getTime())) throw usageError(`The scope maps in ${dir} are unusable: no scopes or no sunset date`);
+  const rules = Object.entries(scopes).map(([name, entry]): ScopeRule => {
+    const status = entry.status as ScopeStatus;
+    if (!SCOPE_STATUSES.includes(status)) throw usageError(`The scope maps in ${dir} are unusable: ${name} has status ${String(status)}`);
+    return {
+      name,
+      status,
+      capability: text(entry.capability),
+      endpoints: Array.isArray(entry.endpoints) ? entry.endpoints.map(String) : [],
+      note: text(entry.note),
+      reason: text(entry.reason),
+    };
+  });
+  return { rules, sunset };
+}
+
+/** Does a rule (possibly a `prefix.*` wildcard) cover this v2 scope? */
+export function ruleCovers(ruleName: string, scope: string): boolean {
+  return ruleName === scope || (ruleName.endsWith('.*') && scope.startsWith(ruleName.slice(0, -1)));
+}
+
+/** The rule of a v2 scope: an exact rule wins over a wildcard. */
+export function ruleFor(table: ScopeTable, scope: string): ScopeRule | undefined {
+  return table.rules.find((r) => r.name === scope) ?? table.rules.find((r) => ruleCovers(r.name, scope));
+}

@@ -1,0 +1,154 @@
+import { createInterface } from 'node:readline/promises';
+import type { Command } from 'commander';
+import { checkAddress, ENVIRONMENTS, maskKey, parseEnvironment, writeConfig, type Account, type EnvironmentName } from './config.js';
+import { CliError, EXIT, usageError } from './exit-codes.js';
+import { callApi, refuseLegacyKey, type Envelope } from './http.js';
+import { renderData, terminalWidth, useColour } from './output.js';
+import { Session, type GlobalOptions } from './session.js';
+
+/*
+ * `svc auth login|status|switch|logout`: named accounts in the config file, one of them active
+ * (spec "Command-line credentials"). A key is printed only masked.
+ */
+
+interface Me {
+  user: { email: string; displayName: string; role: string };
+  companies: { id: string; name: string }[];
+  capabilities: string[];
+}
+
+/** The key to log in with: --api-key, else a prompt on a terminal, else the first line of stdin. */
+async function readKey(given: string | undefined): Promise<string> {
+  if (given) return given.trim();
+  if (process.stdin.isTTY) {
+    const prompt = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+    try {
+      return (await prompt.question('Paste your v4 API key (svc_sk_…): ')).trim();
+    } finally {
+      prompt.close();
+    }
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').split('\n')[0]!.trim();
+}
+
+function print(session: Session, envelope: Envelope & { ok: true }, human: string): void {
+  if (session.format === 'json') process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
+  else process.stdout.write(human);
+}
+
+async function login(session: Session, name: string | undefined): Promise<void> {
+  const apiKey = await readKey(session.options.apiKey);
+  if (!apiKey) throw usageError('No API key: pass --api-key, or paste one when asked');
+  await refuseLegacyKey(apiKey);
+  const environment: EnvironmentName = parseEnvironment(session.options.environment ?? 'prod');
+  const apiUrl = session.options.apiUrl ?? (environment === 'dev' ? session.config.devApiUrl : ENVIRONMENTS[environment]);
+  if (apiUrl === undefined) throw usageError('The dev environment needs its address once: svc auth login --environment dev --api-url <url>');
+  const baseUrl = checkAddress(apiUrl, session.options.allowLocalhost === true);
+  const me = (await callApi({ environment, baseUrl }, apiKey, { method: 'GET', path: '/v4/me' })).data as Me;
+  const accountName = name ?? me.user.email;
+  const account: Account = { apiKey, environment, user: me.user.email, ...(session.options.apiUrl && environment !== 'dev' ? { apiUrl: session.options.apiUrl } : {}) };
+  const config = session.config;
+  config.accounts[accountName] = account;
+  config.active = accountName;
+  if (environment === 'dev' && session.options.apiUrl) config.devApiUrl = session.options.apiUrl;
+  writeConfig(config, session.configFile);
+  print(
+    session,
+    { ok: true, data: { account: accountName, active: true, environment, baseUrl, user: me.user, key: maskKey(apiKey) }, meta: {} },
+    `Logged in to ${baseUrl} (${environment}) as ${me.user.email} (${me.user.role}) with ${maskKey(apiKey)}; account "${accountName}" is active\n`,
+  );
+}
+
+async function status(session: Session): Promise<void> {
+  const credential = session.credential();
+  const accounts = Object.entries(session.config.accounts).map(([name, a]) => ({
+    name,
+    active: name === session.config.active,
+    environment: a.environment,
+    user: a.user ?? '',
+    key: maskKey(a.apiKey),
+  }));
+  if (!credential) {
+    throw new CliError(EXIT.auth, `Not logged in: run svc auth login, pass --api-key or set SVC_API_KEY${accounts.length ? ' (or svc auth switch <account>)' : ''}`, 'authentication_required');
+  }
+  const target = session.target(credential);
+  const envelope = await callApi(target, credential.apiKey, { method: 'GET', path: '/v4/me' });
+  const me = envelope.data as Me;
+  const source = credential.source === 'flag' ? '--api-key' : credential.source === 'env' ? 'SVC_API_KEY' : `account "${credential.account}"`;
+  const resolved = { source, key: maskKey(credential.apiKey), environment: target.environment, baseUrl: target.baseUrl };
+  const human = renderData(
+    {
+      user: `${me.user.displayName} <${me.user.email}>`,
+      role: me.user.role,
+      companies: me.companies.map((c) => `${c.id} (${c.name})`).join(', '),
+      capabilities: me.capabilities.length > 0 ? me.capabilities.join(', ') : '(none)',
+      credential: `${resolved.key} from ${source}`,
+      server: `${target.baseUrl} (${target.environment})`,
+    },
+    session.format === 'text' ? 'text' : 'table',
+    terminalWidth(),
+    useColour(process.stdout),
+  ).stdout;
+  const list = accounts.map((a) => `${a.active ? '*' : ' '} ${a.name}  ${a.environment}  ${a.key}`).join('\n');
+  print(
+    session,
+    { ...envelope, data: { ...me, resolved, accounts } },
+    `${human}${accounts.length > 0 ? `\nAccounts (* active):\n${list}\n` : ''}`,
+  );
+}
+
+function requireAccount(session: Session, name: string): void {
+  if (!session.config.accounts[name]) {
+    const known = Object.keys(session.config.accounts);
+    throw usageError(`No account "${name}"${known.length > 0 ? `: known accounts are ${known.join(', ')}` : ': run svc auth login first'}`);
+  }
+}
+
+function switchTo(session: Session, name: string): void {
+  requireAccount(session, name);
+  session.config.active = name;
+  writeConfig(session.config, session.configFile);
+  print(session, { ok: true, data: { account: name, active: true }, meta: {} }, `Account "${name}" is active\n`);
+}
+
+function logout(session: Session, name: string | undefined): void {
+  const target = name ?? session.config.active;
+  if (target === undefined) throw usageError('No active account: name one with --name <account>');
+  requireAccount(session, target);
+  delete session.config.accounts[target];
+  const wasActive = session.config.active === target;
+  if (wasActive) delete session.config.active;
+  writeConfig(session.config, session.configFile);
+  print(
+    session,
+    { ok: true, data: { account: target, removed: true, active: session.config.active ?? null }, meta: {} },
+    `Logged out of "${target}"; its key is removed from ${session.configFile}${wasActive ? '. No account is active now' : ''}\n`,
+  );
+}
+
+export function registerAuthCommands(program: Command): void {
+  const auth = program.command('auth').description('log in with v4 API keys: named accounts, one active');
+  const sessionOf = (command: Command) => new Session(command.optsWithGlobals<GlobalOptions>());
+  auth
+    .command('login')
+    .description('store a v4 API key as a named account and make it active; checks it with GET /v4/me (a legacy v2 key is refused)')
+    .option('--name <account>', 'the account name (default: the email of the key’s user)')
+    .addHelpText('after', '\nThe key comes from --api-key, else a prompt on a terminal, else the first line of stdin.\nEnvironment with --environment (prod, io, next, local, dev) or an address with --api-url.')
+    .action(async (flags: { name?: string }, command: Command) => login(sessionOf(command), flags.name));
+  auth
+    .command('status')
+    .description('show the identity and access the resolved credential has (GET /v4/me), and the stored accounts')
+    .action(async (_flags: unknown, command: Command) => status(sessionOf(command)));
+  auth
+    .command('switch')
+    .description('make another stored account the active one')
+    .argument('<account>')
+    .action((name: string, _flags: unknown, command: Command) => switchTo(sessionOf(command), name));
+  auth
+    .command('logout')
+    .description('remove an account and its key from the config file (default: the active one)')
+    .option('--name <account>', 'the account to remove')
+    .action((flags: { name?: string }, command: Command) => logout(sessionOf(command), flags.name));
+}

@@ -1,0 +1,37 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { API_KEY_PREFIX } from '../access/api-keys.js';
+import { NOT_USER_BOUND_MESSAGE } from '../access/authenticate.js';
+import type { Core } from '../core.js';
+import { publicBaseUrl, resourceMetadataUrl } from '../mcp/discovery.js';
+import { unauthorized } from '../errors.js';
+import type { LegacyKeySurface } from './metrics.js';
+
+/** Every v4 surface, by path prefix: a legacy key sent to any of them is refused before routing. */
+const V4_SURFACES: ReadonlyArray<[prefix: string, surface: LegacyKeySurface]> = [
+  ['/v4', 'rest'],
+  ['/mcp', 'mcp'],
+  ['/api/oauth', 'oauth'],
+];
+
+function surfaceOf(url: string): LegacyKeySurface | undefined {
+  const path = url.split('?')[0]!;
+  return V4_SURFACES.find(([prefix]) => path === prefix || path.startsWith(`${prefix}/`))?.[1];
+}
+
+/**
+ * Refuses a v2 key on every v4 route with the spec's message, counted by surface, in both
+ * deployments: before authentication, the proxy and routing, so no v4 route can let one through.
+ */
+export function refuseLegacyKeysOnV4(core: Core) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const key = request.headers['x-api-key'];
+    const values = Array.isArray(key) ? key : key === undefined ? [] : [key];
+    if (!values.some((value) => value.trim() !== '' && !value.trim().startsWith(API_KEY_PREFIX))) return;
+    const surface = surfaceOf(request.url);
+    if (!surface) return;
+    core.metrics.gateway.recordLegacyKeyRejected(surface);
+    // Every 401 of the MCP endpoint points to the protected-resource metadata (spec, Errors), this one too.
+    if (surface === 'mcp') void reply.header('www-authenticate', `Bearer resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`);
+    throw unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
+  };
+}

@@ -1,0 +1,53 @@
+import { createHmac } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Core } from '../core.js';
+import { errorBody } from './app.js';
+
+export interface RateLimitRule {
+  /** Names the limit in the 429 message, the metric label and the bucket keys, e.g. "oauth_token". */
+  name: string;
+  /** Requests allowed per window and identity. */
+  limit: number;
+  windowSeconds: number;
+  /**
+   * The identities one request counts against, by kind, e.g. `{ ip: request.ip, credential: clientId }`.
+   * Each has its own bucket; undefined or empty values are not counted. One identity over the limit refuses.
+   */
+  key: (request: FastifyRequest) => Record<string, string | undefined>;
+}
+
+/**
+ * A preHandler that answers 429 with Retry-After and the v4 error envelope once a caller exceeds
+ * `rule`. Counted in core.shared, so the limit holds across instances with Redis (and falls back
+ * to per-process counting, never to no limit, while Redis is down).
+ */
+export function rateLimited(core: Core, rule: RateLimitRule) {
+  // Identities (IPs, client ids, usernames) are keyed by an HMAC, never stored in clear in Redis.
+  const bucketOf = (kind: string, value: string) =>
+    `${rule.name}:${kind}:${createHmac('sha256', core.secretKey).update(value).digest('base64url').slice(0, 32)}`;
+
+  return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
+    const identities = Object.entries(rule.key(request)).filter((entry): entry is [string, string] => Boolean(entry[1]));
+    const results = await Promise.all(
+      identities.map(async ([kind, value]) => ({
+        kind,
+        result: await core.shared.rateLimit(bucketOf(kind, value), rule.limit, rule.windowSeconds),
+      })),
+    );
+    const refused = results.filter(({ result }) => !result.allowed);
+    if (refused.length === 0) return;
+    const retryAfter = Math.max(...refused.map(({ result }) => result.retryAfterSeconds));
+    const per = refused.map(({ kind }) => kind).join(' and ');
+    core.metrics.http.recordRateLimited(rule.name);
+    return reply
+      .status(429)
+      .header('retry-after', String(retryAfter))
+      .send(
+        errorBody(
+          request.id,
+          'rate_limited',
+          `Too many requests: the ${rule.name} limit allows ${rule.limit} per ${rule.windowSeconds} s per ${per}; retry after ${retryAfter} s`,
+        ),
+      );
+  };
+}

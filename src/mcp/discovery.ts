@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../core.js';
+import { OAUTH_SCOPES } from '../oauth/scopes.js';
+
+export const MCP_PATH = '/mcp';
+const METADATA_PATH = '/.well-known/oauth-protected-resource';
+
+/** The base URL clients reach us at: the OAuth issuer's, so resource and authorization-server URLs always agree. */
+export function publicBaseUrl(core: Core): string {
+  return core.oauth.issuer;
+}
+
+export function resourceMetadataUrl(baseUrl: string): string {
+  return `${baseUrl}${METADATA_PATH}`;
+}
+
+/** RFC 9728 protected-resource metadata with the spec's four fields. */
+export function protectedResourceMetadata(baseUrl: string) {
+  return {
+    resource: `${baseUrl}${MCP_PATH}`,
+    authorization_servers: [baseUrl],
+    scopes_supported: [...OAUTH_SCOPES],
+    bearer_methods_supported: ['header'],
+  };
+}
+
+/** Served at the root form and at the path-inserted form RFC 9728 derives from the resource `{base}/mcp`. */
+export function registerProtectedResourceMetadata(app: FastifyInstance, core: Core): void {
+  for (const url of [METADATA_PATH, `${METADATA_PATH}${MCP_PATH}`]) {
+    app.get(url, async () => protectedResourceMetadata(publicBaseUrl(core)));
+  }
+}

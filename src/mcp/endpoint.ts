@@ -1,0 +1,261 @@
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  isInitializeRequest,
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
+  JSONRPCMessageSchema,
+  type InitializeRequest,
+  type JSONRPCMessage,
+  type JSONRPCRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Principal } from '../access/principal.js';
+import type { Core } from '../core.js';
+import { AppError } from '../errors.js';
+import { ClientReplies } from './client-replies.js';
+import { JsonResponseTransport } from './json-transport.js';
+import { isOAuthScope } from '../oauth/scopes.js';
+import { MCP_PATH, publicBaseUrl, registerProtectedResourceMetadata, resourceMetadataUrl } from './discovery.js';
+import { createMcpMetrics } from './metrics.js';
+import { canElicit, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
+import { InMemorySessionStore, newSessionId, principalBinding, type McpSession, type SessionStore } from './sessions.js';
+import { canCall, toolOperation } from './tools.js';
+
+export interface McpOptions {
+  /** Where sessions live; in-process by default (a shared store lets several instances serve one session). */
+  sessions?: SessionStore;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** JSON-RPC error codes the SDK's transport uses for HTTP-level refusals. */
+const SERVER_ERROR = -32000;
+const SESSION_NOT_FOUND = -32001;
+const PARSE_ERROR = -32700;
+
+function refuse(reply: FastifyReply, status: number, message: string, code = SERVER_ERROR, data?: unknown) {
+  return reply
+    .status(status)
+    .type('application/json')
+    .send({ jsonrpc: '2.0', id: null, error: { code, message, ...(data === undefined ? {} : { data }) } });
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * DNS rebinding defence: a browser page may only reach /mcp from our own public origin, a
+ * loopback origin or a configured one. Requests without Origin (every non-browser client) pass.
+ */
+function originAllowed(core: Core, origin: string | undefined): boolean {
+  if (origin === undefined) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (LOOPBACK_HOSTS.has(url.hostname)) return true;
+  const configured = core.config.publicBaseUrl ? [new URL(core.config.publicBaseUrl).origin] : [];
+  return [...configured, ...core.config.mcpAllowedOrigins.map((o) => new URL(o).origin)].includes(url.origin);
+}
+
+interface Parsed {
+  messages: JSONRPCMessage[];
+  requests: JSONRPCRequest[];
+}
+
+/** The POST's JSON-RPC messages (one, or a batch); undefined when any is not one. */
+function parseBody(body: unknown): Parsed | undefined {
+  const messages: JSONRPCMessage[] = [];
+  for (const item of Array.isArray(body) ? (body as unknown[]) : [body]) {
+    const parsed = JSONRPCMessageSchema.safeParse(item);
+    if (!parsed.success) return undefined;
+    messages.push(parsed.data);
+  }
+  if (messages.length === 0) return undefined;
+  return { messages, requests: messages.filter((m): m is JSONRPCRequest => 'method' in m && 'id' in m) };
+}
+
+/** The initialize request among the messages; the cheap method test spares a schema parse on every other call. */
+function initializeRequest(requests: JSONRPCRequest[]): (InitializeRequest & JSONRPCRequest) | undefined {
+  return requests.find((r): r is InitializeRequest & JSONRPCRequest => r.method === 'initialize' && isInitializeRequest(r));
+}
+
+/** Tool calls a credential cannot make, answered at the HTTP level for OAuth so the client can step up its scopes. */
+/** A scope the connection lacks but could be granted; what OAuth never grants is an ordinary tool error instead. */
+function missingScope(principal: Principal, requests: JSONRPCRequest[]): string | undefined {
+  for (const request of requests) {
+    if (request.method !== 'tools/call') continue;
+    const op = toolOperation(String(request.params?.name));
+    if (op?.capability && !canCall(principal, op) && isOAuthScope(op.capability)) return op.capability;
+  }
+  return undefined;
+}
+
+interface ServedCall {
+  principal: Principal;
+  session: McpSession;
+  messages: JSONRPCMessage[];
+  requests: JSONRPCRequest[];
+  /** The request initialized the session: its id goes out in Mcp-Session-Id. */
+  created: boolean;
+}
+
+function wantsApproval(session: McpSession, requests: JSONRPCRequest[]): boolean {
+  if (!canElicit(session.clientCapabilities)) return false;
+  return requests.some((r) => r.method === 'tools/call' && toolOperation(String(r.params?.name))?.readOnly === false);
+}
+
+export async function registerMcp(app: FastifyInstance, core: Core, options: McpOptions = {}): Promise<void> {
+  const sessions = options.sessions ?? new InMemorySessionStore(() => core.now().getTime());
+  const replies = new ClientReplies();
+  const metrics = createMcpMetrics(core.metrics.registry);
+  registerProtectedResourceMetadata(app, core);
+
+  // Pending approvals would otherwise hold their streams (and the close) open until they time out.
+  app.addHook('preClose', async () => replies.end());
+  app.addHook('onClose', async () => sessions.close());
+
+  app.route({
+    method: ['GET', 'POST', 'DELETE'],
+    url: MCP_PATH,
+    handler: async (request, reply) => {
+      if (!originAllowed(core, header(request, 'origin'))) {
+        return refuse(reply, 403, `Origin ${header(request, 'origin')} may not use this MCP endpoint`);
+      }
+      let principal: Principal;
+      try {
+        principal = await core.auth.authenticate(request.headers, 'mcp');
+      } catch (error) {
+        if (!(error instanceof AppError) || error.status !== 401) throw error;
+        const invalidToken = header(request, 'authorization') === undefined ? '' : 'error="invalid_token", ';
+        void reply.header(
+          'www-authenticate',
+          `Bearer ${invalidToken}resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`,
+        );
+        return refuse(reply, 401, error.message, SERVER_ERROR, { code: error.code });
+      }
+      if (request.method === 'GET') {
+        // No server-initiated messages outside a request: the spec lets us decline the GET stream.
+        return refuse(reply.header('allow', 'POST, DELETE'), 405, 'This server offers no GET stream; POST JSON-RPC messages');
+      }
+      const protocolVersion = header(request, 'mcp-protocol-version');
+      if (protocolVersion !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
+        return refuse(reply, 400, `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${PROTOCOL_VERSIONS.join(', ')}`);
+      }
+      if (request.method === 'DELETE') {
+        const session = await boundSession(request, reply, principal);
+        if (!session) return reply;
+        await sessions.delete(session.id);
+        replies.end(session.id);
+        return reply.status(204).send();
+      }
+      return post(request, reply, principal);
+    },
+  });
+
+  /** The session the request names, if it exists and belongs to this principal; otherwise the refusal is sent. */
+  async function boundSession(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<McpSession | undefined> {
+    const id = header(request, 'mcp-session-id');
+    if (!id) {
+      void refuse(reply, 400, 'Mcp-Session-Id header is required: initialize first');
+      return undefined;
+    }
+    const session = await sessions.get(id);
+    // Another principal's session answers as unknown: a session id reveals nothing to whoever holds it.
+    if (!session || session.boundTo !== principalBinding(principal)) {
+      void refuse(reply, 404, 'Session not found: initialize a new session', SESSION_NOT_FOUND);
+      return undefined;
+    }
+    return session;
+  }
+
+  async function post(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<FastifyReply> {
+    const accept = header(request, 'accept') ?? '';
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+      return refuse(reply, 406, 'Not Acceptable: Accept must list both application/json and text/event-stream');
+    }
+    const parsed = parseBody(request.body);
+    if (!parsed) return refuse(reply, 400, 'The body must be a JSON-RPC 2.0 message or a batch of them', PARSE_ERROR);
+    const { messages, requests } = parsed;
+    const initialize = initializeRequest(requests);
+
+    let session: McpSession | undefined;
+    if (initialize) {
+      session = {
+        id: newSessionId(),
+        boundTo: principalBinding(principal),
+        protocolVersion: negotiateVersion(initialize.params.protocolVersion),
+        clientCapabilities: initialize.params.capabilities,
+        clientInfo: initialize.params.clientInfo,
+        createdAt: core.now().getTime(),
+      };
+      await sessions.create(session);
+    } else {
+      session = await boundSession(request, reply, principal);
+      if (!session) return reply;
+      const version = header(request, 'mcp-protocol-version');
+      if (version !== undefined && version !== session.protocolVersion) {
+        return refuse(reply, 400, `MCP-Protocol-Version ${version} differs from the session's ${session.protocolVersion}`);
+      }
+      if (requests.length === 0) {
+        // Notifications and the client's replies to our requests: nothing to answer.
+        for (const message of messages) {
+          if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) replies.deliver(session.id, message);
+        }
+        return reply.status(202).send();
+      }
+      const scope = principal.credential.kind === 'oauth' ? missingScope(principal, requests) : undefined;
+      if (scope !== undefined && principal.credential.kind === 'oauth') {
+        for (const r of requests) if (r.method === 'tools/call') metrics.recordToolCall(String(r.params?.name), 'insufficient_scope');
+        const wanted = [...new Set([...principal.credential.scopes, scope])].join(' ');
+        void reply.header(
+          'www-authenticate',
+          `Bearer error="insufficient_scope", scope="${wanted}", resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`,
+        );
+        return refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, {
+          code: 'insufficient_scope',
+        });
+      }
+    }
+    return serve(request, reply, { principal, session, messages, requests, created: initialize !== undefined });
+  }
+
+  /** Hands the request to a fresh SDK server and transport; the session itself is ours. */
+  async function serve(request: FastifyRequest, reply: FastifyReply, call: ServedCall) {
+    const { principal, session, messages, requests, created } = call;
+    const server = createMcpServer({
+      core,
+      principal,
+      requestId: request.id,
+      clientCapabilities: session.clientCapabilities,
+      metrics,
+      log: request.log,
+    });
+    reply.hijack();
+    // Hooks set their headers on the reply, which a hijacked reply no longer sends.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+    if (created) reply.raw.setHeader('mcp-session-id', session.id);
+
+    if (!wantsApproval(session, requests)) {
+      const transport = new JsonResponseTransport(reply.raw, Array.isArray(request.body));
+      await server.connect(transport);
+      reply.raw.on('close', () => void server.close());
+      transport.receive(messages, requests, { requestInfo: { headers: request.headers } });
+      return reply;
+    }
+    // A write that asks the user for approval needs the SDK's stream to ask on.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const forget = replies.attach(transport, session.id);
+    await server.connect(transport);
+    reply.raw.on('close', () => {
+      forget();
+      void server.close();
+    });
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+    return reply;
+  }
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Principal } from '../access/principal.js';
+import { AppError } from '../errors.js';
+import { OPERATIONS } from '../operations/index.js';
+import type { AnyOperation } from '../operations/operation.js';
+
+/** The spec's operations are the tools; extensions stay REST/CLI only. */
+export const TOOL_OPERATIONS: readonly AnyOperation[] = OPERATIONS.filter((op) => op.origin === 'spec');
+
+export function toolOperation(name: string): AnyOperation | undefined {
+  return TOOL_OPERATIONS.find((op) => op.name === name);
+}
+
+type ObjectSchema = Tool['inputSchema'];
+
+/** MCP wants an object schema at the top; a union of object shapes (oneOf) is one too, so it gets `type: object`. */
+function objectSchema(schema: z.ZodType, io: 'input' | 'output'): ObjectSchema {
+  // The dialect is left implicit: 2020-12 is MCP's default, and some clients' validators reject an explicit one.
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' });
+  return { type: 'object', ...rest } as ObjectSchema;
+}
+
+function annotations(op: AnyOperation): NonNullable<Tool['annotations']> {
+  if (op.readOnly) return { title: op.title, readOnlyHint: true };
+  return { title: op.title, readOnlyHint: false, destructiveHint: op.destructive, idempotentHint: op.idempotent };
+}
+
+/** The handler returns the output schema's input form (what REST serializes), so that is the form declared. */
+const BASE_TOOLS: ReadonlyMap<string, Tool> = new Map(
+  TOOL_OPERATIONS.map((op) => [
+    op.name,
+    {
+      name: op.name,
+      title: op.title,
+      description: op.description,
+      inputSchema: objectSchema(op.input, 'input'),
+      outputSchema: objectSchema(op.output, 'input'),
+      annotations: annotations(op),
+    },
+  ]),
+);
+
+export function canCall(principal: Principal, op: AnyOperation): boolean {
+  return op.capability === null || principal.capabilities.has(op.capability);
+}
+
+/**
+ * tools/list shows every tool and marks the ones this credential cannot call: `_meta` says so
+ * for programs, a sentence in the description says so for the model. Listing all keeps the
+ * list stable while permissions change and tells the user which permission to grant.
+ */
+export function listTools(principal: Principal): Tool[] {
+  return TOOL_OPERATIONS.map((op) => {
+    const tool = BASE_TOOLS.get(op.name)!;
+    const available = canCall(principal, op);
+    return {
+      ...tool,
+      ...(available ? {} : { description: `${tool.description}\n\nUnavailable to this credential: it lacks ${op.capability}.` }),
+      _meta: { 'svc/capability': op.capability, 'svc/available': available },
+    };
+  });
+}
+
+/** A success: the data as structuredContent and as the JSON text block older clients read. */
+export function successResult(data: unknown): CallToolResult {
+  // Operation outputs are JSON values already (REST serializes the same object).
+  return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data as Record<string, unknown> };
+}
+
+/** A failure with the code and message REST would answer, so agents and integrations see one vocabulary. */
+export function errorResult(error: AppError): CallToolResult {
+  const body = { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: body }) }] };
+}
+
+export function toAppError(error: unknown): AppError {
+  return error instanceof AppError
+    ? error
+    : new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
+}

@@ -1,0 +1,89 @@
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { hashSecret } from '../access/api-keys.js';
+import type { Queryable } from '../store/db.js';
+import { sql } from '../store/sql.js';
+
+/** oidc-provider record kinds we read ourselves (connections page, bearer verifier). */
+export type OAuthRecordKind = 'AccessToken' | 'RefreshToken' | 'Grant' | 'Client' | 'Session' | 'AuthorizationCode';
+
+/** Ids are tokens, codes and handles: only their SHA-256 is stored, so the table yields no usable token. */
+export const recordKey = (id: string) => hashSecret(id);
+
+export async function findRecord<T = AdapterPayload>(db: Queryable, kind: OAuthRecordKind, id: string): Promise<T | undefined> {
+  const [row] = await db.query<{ payload: T }>(sql`SELECT payload FROM oauth_records
+    WHERE kind = ${kind} AND id_hash = ${recordKey(id)} AND (expires_at IS NULL OR expires_at > now())`);
+  return row?.payload;
+}
+
+/** Deletes a grant (a connection) and every token and code issued under it. */
+export async function destroyGrant(db: Queryable, grantId: string): Promise<void> {
+  await db.query(sql`DELETE FROM oauth_records WHERE grant_id = ${grantId} OR (kind = 'Grant' AND id_hash = ${recordKey(grantId)})`);
+}
+
+/** Kinds whose id is a bearer secret: their payload keeps no copy of it (find restores it from the id). */
+const SECRET_ID_KINDS = new Set(['AccessToken', 'RefreshToken', 'AuthorizationCode', 'RegistrationAccessToken', 'ClientCredentials']);
+
+export interface AdapterOptions {
+  db: Queryable;
+  now: () => Date;
+  /** Seconds a consumed refresh token still reads as unused (concurrent refreshes of one client). */
+  refreshGraceSeconds: number;
+}
+
+/** The oidc-provider storage adapter over our database (PGlite or PostgreSQL). */
+export function createAdapterClass(options: AdapterOptions): new (name: string) => Adapter {
+  const { db, now, refreshGraceSeconds } = options;
+  return class DbAdapter implements Adapter {
+    constructor(private readonly kind: string) {}
+
+    async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      const stored = SECRET_ID_KINDS.has(this.kind) ? { ...payload, jti: undefined } : payload;
+      const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
+      await db.query(sql`INSERT INTO oauth_records (kind, id_hash, payload, grant_id, uid, account_id, expires_at)
+        VALUES (${this.kind}, ${recordKey(id)}, ${JSON.stringify(stored)}::jsonb, ${payload.grantId ?? null},
+          ${payload.uid ?? null}, ${payload.accountId ?? null}, ${expiresAt})
+        ON CONFLICT (kind, id_hash) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id,
+          uid = EXCLUDED.uid, account_id = EXCLUDED.account_id, expires_at = EXCLUDED.expires_at`);
+    }
+
+    async find(id: string): Promise<AdapterPayload | undefined> {
+      const payload = await this.read(sql`id_hash = ${recordKey(id)}`);
+      return payload && SECRET_ID_KINDS.has(this.kind) ? { ...payload, jti: id } : payload;
+    }
+
+    async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      return this.read(sql`uid = ${uid}`);
+    }
+
+    async findByUserCode(): Promise<AdapterPayload | undefined> {
+      return undefined; // the device flow is not enabled
+    }
+
+    async consume(id: string): Promise<void> {
+      // The first consumption's time stays: the grace window never extends.
+      await db.query(sql`UPDATE oauth_records SET consumed_at = COALESCE(consumed_at, ${now().toISOString()})
+        WHERE kind = ${this.kind} AND id_hash = ${recordKey(id)}`);
+    }
+
+    async destroy(id: string): Promise<void> {
+      await db.query(sql`DELETE FROM oauth_records WHERE kind = ${this.kind} AND id_hash = ${recordKey(id)}`);
+    }
+
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await db.query(sql`DELETE FROM oauth_records WHERE kind = ${this.kind} AND grant_id = ${grantId}`);
+    }
+
+    private async read(where: ReturnType<typeof sql>): Promise<AdapterPayload | undefined> {
+      const [row] = await db.query<{ payload: AdapterPayload; consumed_at: string | null }>(sql`
+        SELECT payload, consumed_at FROM oauth_records
+        WHERE kind = ${this.kind} AND ${where} AND (expires_at IS NULL OR expires_at > now())`);
+      if (!row) return undefined;
+      if (row.consumed_at === null) return row.payload;
+      // A refresh token rotated moments ago still works, so two refreshes sent at once both succeed;
+      // after the window its reuse is a replay, and oidc-provider revokes the whole grant.
+      const withinGrace =
+        this.kind === 'RefreshToken' && now().getTime() - new Date(row.consumed_at).getTime() < refreshGraceSeconds * 1000;
+      return withinGrace ? row.payload : { ...row.payload, consumed: row.consumed_at };
+    }
+  };
+}

@@ -1,0 +1,174 @@
+import { createHmac, generateKeyPairSync } from 'node:crypto';
+import type { ClientMetadata, Provider, errors as oidcErrors } from 'oidc-provider';
+import { baseUrlOf, type Config } from '../config.js';
+import type { Queryable } from '../store/db.js';
+import { sql } from '../store/sql.js';
+import { createAdapterClass } from './adapter.js';
+import { OAUTH_SCOPES } from './scopes.js';
+import { escapeHtml } from '../pages/html.js';
+
+export const OAUTH_PATHS = {
+  authorization: '/api/oauth/authorize',
+  token: '/api/oauth/token',
+  registration: '/api/oauth/register',
+  revocation: '/api/oauth/revoke',
+} as const;
+
+/** Where oidc-provider sends the browser to sign in and consent (our own pages). */
+export const interactionPath = (uid: string) => `/app/interaction/${uid}`;
+
+export interface OAuthServer {
+  /** oidc-provider, imported on first use: commands that serve no HTTP never load it. */
+  provider(): Promise<Provider>;
+  /** The authorization server's issuer: the service's base URL. */
+  issuer: string;
+  /** The MCP endpoint: the only resource (RFC 8707) tokens are issued for, and their audience. */
+  resource: string;
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]']);
+/** Schemes a native app's redirect must never use: they run code or reach the network unguarded. */
+const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'about:', 'blob:']);
+
+/**
+ * Redirect URIs of a public MCP client: https, loopback http on 127.0.0.1 or [::1] (any port at
+ * authorization time), or a native app's custom scheme such as cursor://.
+ */
+export function redirectUriProblem(uri: string): string | undefined {
+  const url = URL.parse(uri);
+  if (!url) return `${uri} is not an absolute URI`;
+  if (url.hash) return `${uri} must not contain a fragment`;
+  if (url.protocol === 'https:') return url.hostname ? undefined : `${uri} has no host`;
+  if (url.protocol === 'http:') {
+    return LOOPBACK_HOSTS.has(url.hostname) ? undefined : `${uri}: plain http is allowed only on 127.0.0.1 or [::1]`;
+  }
+  if (FORBIDDEN_SCHEMES.has(url.protocol)) return `${uri} uses a forbidden scheme`;
+  // A private-use scheme is reverse-DNS-ish (RFC 8252 §7.1): letters, digits, + - . only.
+  return /^[a-z][a-z0-9+.-]*:$/i.test(url.protocol) ? undefined : `${uri} has an invalid scheme`;
+}
+
+type OidcErrors = typeof oidcErrors;
+
+/** Runs inside oidc-provider's client validation, before its own checks. */
+function enforceClientPolicy(errors: OidcErrors, metadata: ClientMetadata): void {
+  const uris = metadata.redirect_uris ?? [];
+  if (uris.length === 0) throw new errors.InvalidRedirectUri('redirect_uris must list at least one URI');
+  for (const uri of uris) {
+    const problem = redirectUriProblem(uri);
+    if (problem) throw new errors.InvalidRedirectUri(problem);
+  }
+  // Every MCP client is treated as a native app: RFC 8252 rules, and any port on a loopback redirect.
+  metadata.application_type = 'native';
+}
+
+/** Signing key for the provider's own needs (we issue opaque tokens, never ID tokens): per process. */
+function ephemeralJwks() {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { keys: [{ ...privateKey.export({ format: 'jwk' }), use: 'sig', alg: 'RS256', kid: 'ephemeral' }] };
+}
+
+export interface OAuthServerOptions {
+  config: Config;
+  db: Queryable;
+  secretKey: Buffer;
+  now: () => Date;
+}
+
+export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
+  const issuer = baseUrlOf(options.config).replace(/\/+$/, '');
+  const resource = `${issuer}/mcp`;
+  let loading: Promise<Provider> | undefined;
+  return {
+    issuer,
+    resource,
+    provider: () => (loading ??= buildProvider(options, issuer, resource)),
+  };
+}
+
+async function buildProvider({ config, db, secretKey, now }: OAuthServerOptions, issuer: string, resource: string): Promise<Provider> {
+  // oidc-provider 9 warns once at import on Node 20 (it supports 22+); our tests cover its use here.
+  const { Provider, errors } = await import('oidc-provider');
+  const cookieKey = createHmac('sha256', secretKey).update('oauth-cookies').digest('base64url');
+
+  return new Provider(issuer, {
+    adapter: createAdapterClass({ db, now, refreshGraceSeconds: config.oauthRefreshGraceSeconds }),
+    jwks: ephemeralJwks(),
+    cookies: {
+      keys: [cookieKey],
+      long: { signed: true, httpOnly: true, sameSite: 'lax' },
+      short: { signed: true, httpOnly: true, sameSite: 'lax' },
+    },
+    routes: {
+      ...OAUTH_PATHS,
+      end_session: '/api/oauth/session/end',
+      jwks: '/api/oauth/jwks',
+      userinfo: '/api/oauth/userinfo',
+      introspection: '/api/oauth/introspect',
+      pushed_authorization_request: '/api/oauth/par',
+    },
+    // Only plain OAuth scopes of the MCP resource; 'openid' stays so that a client sending it is not refused.
+    scopes: ['openid', 'offline_access'],
+    responseTypes: ['code'],
+    clientAuthMethods: ['none'],
+    clientDefaults: {
+      application_type: 'native',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    },
+    // software_id is kept for the connections page; its validator applies our redirect rules.
+    extraClientMetadata: {
+      properties: ['software_id', 'software_version'],
+      validator(_ctx: unknown, key: string, _value: unknown, metadata: ClientMetadata) {
+        if (key === 'software_id') enforceClientPolicy(errors, metadata);
+      },
+    },
+    pkce: { required: () => true },
+    features: {
+      devInteractions: { enabled: false },
+      registration: { enabled: true, initialAccessToken: false },
+      // A client revokes only its own tokens (public clients identify themselves by client_id).
+      revocation: {
+        enabled: true,
+        allowedPolicy: (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId,
+      },
+      userinfo: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => resource,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx: unknown, indicator: string) => {
+          if (indicator !== resource) throw new errors.InvalidTarget(`resource must be ${resource}`);
+          return {
+            scope: OAUTH_SCOPES.join(' '),
+            audience: resource,
+            accessTokenTTL: config.oauthAccessTokenTtl,
+            accessTokenFormat: 'opaque',
+          };
+        },
+      },
+    },
+    ttl: {
+      AccessToken: config.oauthAccessTokenTtl,
+      AuthorizationCode: config.oauthCodeTtl,
+      RefreshToken: config.oauthRefreshTokenTtl,
+      Grant: config.oauthRefreshTokenTtl,
+      Session: config.sessionTtl,
+      Interaction: 900,
+    },
+    rotateRefreshToken: true,
+    issueRefreshToken: (_ctx: unknown, client: { grantTypeAllowed(type: string): boolean }) => client.grantTypeAllowed('refresh_token'),
+    // A connection outlives the browser sign-in that created it; disconnecting ends it.
+    expiresWithSession: () => false,
+    interactions: { url: (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid) },
+    findAccount: async (_ctx: unknown, accountId: string) => {
+      const [user] = await db.query<{ id: string }>(sql`SELECT id FROM users WHERE id = ${accountId} AND disabled_at IS NULL`);
+      return user ? { accountId: user.id, claims: () => ({ sub: user.id }) } : undefined;
+    },
+    renderError: (ctx: { type: string; body: string }, out: Record<string, string>) => {
+      ctx.type = 'html';
+      ctx.body = `<!doctype html><html lang="en"><meta charset="utf-8"><title>Sign-in error</title>
+<main><h1>Sign-in error</h1><p>${escapeHtml(out.error ?? 'error')}: ${escapeHtml(out.error_description ?? '')}</p></main></html>`;
+    },
+  });
+}

@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../core.js';
+import { OAUTH_PATHS, type OAuthServer } from './provider.js';
+import { OAUTH_SCOPES } from './scopes.js';
+
+/** RFC 8414 authorization-server metadata: the spec's fields, and only the five grantable scopes. */
+export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) {
+  const at = (path: string) => `${oauth.issuer}${path}`;
+  return {
+    issuer: oauth.issuer,
+    authorization_endpoint: at(OAUTH_PATHS.authorization),
+    token_endpoint: at(OAUTH_PATHS.token),
+    registration_endpoint: at(OAUTH_PATHS.registration),
+    revocation_endpoint: at(OAUTH_PATHS.revocation),
+    response_types_supported: ['code'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['none'],
+    revocation_endpoint_auth_methods_supported: ['none'],
+    scopes_supported: [...OAUTH_SCOPES],
+  };
+}
+
+/**
+ * Serves the authorization server: its metadata, and oidc-provider (a Koa app) on /api/oauth/*.
+ * The provider reads its own request bodies, so its routes parse none.
+ */
+export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Promise<void> {
+  const { oauth } = core;
+  app.get('/.well-known/oauth-authorization-server', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').send(authorizationServerMetadata(oauth)),
+  );
+  const handle = (await oauth.provider()).callback();
+  // Registration metadata is adjusted before oidc-provider sees it (RFC 7591 lets the server do so):
+  // - no token_endpoint_auth_method means a public client here; RFC 7591 would default it to
+  //   client_secret_basic, and oidc-provider would issue a secret nobody may use;
+  // - a registered `scope` is dropped: MCP clients register the resource's scopes, which oidc-provider
+  //   checks against its OpenID scopes; what a client gets is decided by consent and the five-scope ceiling.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    scope.post(OAUTH_PATHS.registration, async (request, reply) => {
+      const raw = request.body as Buffer;
+      let metadata: unknown;
+      try {
+        metadata = JSON.parse(raw.toString('utf8'));
+      } catch {
+        metadata = undefined; // oidc-provider answers the unparsable body itself
+      }
+      const isObject = typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata);
+      const adjusted = isObject ? { token_endpoint_auth_method: 'none', ...(metadata as Record<string, unknown>), scope: undefined } : undefined;
+      // oidc-provider reads an already-read body from req.body (and warns once that it did).
+      Object.assign(request.raw, { body: adjusted ? Buffer.from(JSON.stringify(adjusted)) : raw });
+      reply.hijack();
+      await handle(request.raw, reply.raw);
+    });
+  });
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    scope.all('/api/oauth/*', async (request, reply) => {
+      reply.hijack();
+      await handle(request.raw, reply.raw);
+    });
+  });
+}

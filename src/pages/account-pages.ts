@@ -1,0 +1,148 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { maskedKey } from '../access/api-keys.js';
+import { CAPABILITY_LABELS, CapabilitySchema, ROLE_CEILING, type Capability } from '../access/capabilities.js';
+import { decoyPasswordHash, passwordMatches } from '../access/passwords.js';
+import type { UserRow } from '../access/principal.js';
+import type { Core } from '../core.js';
+import { mintKeyForUser } from '../domain/admin.js';
+import { sql } from '../store/sql.js';
+import { notFound, validationError } from '../errors.js';
+import { html, page, type Html } from './html.js';
+import type { Sessions } from './session.js';
+
+/** Only a path inside the application may be returned to after sign-in: never another site. */
+export function safeReturnPath(value: unknown): string {
+  return typeof value === 'string' && /^\/app\/[^/\\]/.test(value) ? value : '/app/developers/api-keys';
+}
+
+/** A form field that may repeat (checkboxes) as a list. */
+export function formList(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  return typeof value === 'string' ? [value] : [];
+}
+
+const SignInForm = z.object({ email: z.string().trim().min(1), password: z.string().min(1), return: z.string().optional() });
+
+export interface PageContext {
+  core: Core;
+  sessions: Sessions;
+}
+
+/** The signed-in user, or a redirect to sign-in that comes back here. */
+export async function requireUser(ctx: PageContext, request: FastifyRequest, reply: FastifyReply): Promise<UserRow | undefined> {
+  const user = await ctx.sessions.currentUser(request);
+  if (!user) void reply.redirect(`/app/sign-in?return=${encodeURIComponent(request.url)}`, 303);
+  return user;
+}
+
+export function sendPage(reply: FastifyReply, title: string, body: Html, user?: UserRow, csrfToken?: string, status = 200) {
+  return reply.status(status).type('text/html; charset=utf-8').send(page({ title, body, user, csrfToken }));
+}
+
+function signInForm(csrfToken: string, returnTo: string, error?: string): Html {
+  return html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+<form class="card" method="post" action="/app/sign-in">
+<input type="hidden" name="_csrf" value="${csrfToken}"><input type="hidden" name="return" value="${returnTo}">
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required autofocus>
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<p><button type="submit">Sign in</button></p></form>`;
+}
+
+export function registerAccountPages(app: FastifyInstance, ctx: PageContext): void {
+  const { core, sessions } = ctx;
+
+  app.get('/app', async (_request, reply) => reply.redirect('/app/developers/api-keys', 303));
+
+  app.get('/app/sign-in', async (request, reply) => {
+    const returnTo = safeReturnPath((request.query as Record<string, unknown>).return);
+    return sendPage(reply, 'Sign in', signInForm(sessions.csrfToken(request, reply), returnTo));
+  });
+
+  app.post('/app/sign-in', async (request, reply) => {
+    sessions.checkCsrf(request);
+    const form = SignInForm.safeParse(request.body);
+    const returnTo = safeReturnPath(form.success ? form.data.return : undefined);
+    const user = form.success ? await verifyPassword(core, form.data.email, form.data.password) : undefined;
+    if (!user) {
+      const body = signInForm(sessions.csrfToken(request, reply), returnTo, 'Wrong email or password, or the account is disabled.');
+      return sendPage(reply, 'Sign in', body, undefined, undefined, 401);
+    }
+    await sessions.signIn(reply, user.id);
+    return reply.redirect(returnTo, 303);
+  });
+
+  app.post('/app/sign-out', async (request, reply) => {
+    sessions.checkCsrf(request);
+    await sessions.signOut(request, reply);
+    return reply.redirect('/app/sign-in', 303);
+  });
+
+  app.get('/app/developers/api-keys', async (request, reply) => {
+    const user = await requireUser(ctx, request, reply);
+    if (!user) return reply;
+    return sendPage(reply, 'API Keys', await keysBody(ctx, user, sessions.csrfToken(request, reply)), user, sessions.csrfToken(request, reply));
+  });
+
+  app.post('/app/developers/api-keys', async (request, reply) => {
+    const user = await requireUser(ctx, request, reply);
+    if (!user) return reply;
+    sessions.checkCsrf(request);
+    const body = request.body as Record<string, unknown>;
+    const parsed = z.array(CapabilitySchema).safeParse(formList(body.capabilities));
+    if (!parsed.success) throw validationError(parsed.error, 'capabilities');
+    const capabilities = parsed.data;
+    const name = typeof body.name === 'string' && body.name.trim() ? body.name.trim().slice(0, 100) : 'API key';
+    const minted = await mintKeyForUser(core.db, user.email, capabilities, name);
+    const csrfToken = sessions.csrfToken(request, reply);
+    const shown = html`<section aria-labelledby="new-key"><h2 id="new-key">New key “${name}”</h2>
+<p class="notice">Copy this key now. It is shown only once; the service keeps only a hash of it.</p>
+<p class="secret" data-testid="raw-key">${minted.rawKey}</p></section>`;
+    return sendPage(reply, 'API Keys', html`${shown}${await keysBody(ctx, user, csrfToken)}`, user, csrfToken, 201);
+  });
+
+  app.post('/app/developers/api-keys/:keyId/revoke', async (request, reply) => {
+    const user = await requireUser(ctx, request, reply);
+    if (!user) return reply;
+    sessions.checkCsrf(request);
+    const { keyId } = request.params as { keyId: string };
+    const rows = await core.db.query(sql`UPDATE api_keys SET revoked_at = now()
+      WHERE id = ${keyId} AND user_id = ${user.id} AND revoked_at IS NULL RETURNING id`);
+    if (rows.length === 0) throw notFound('Active API key', keyId);
+    return reply.redirect('/app/developers/api-keys', 303);
+  });
+}
+
+async function verifyPassword(core: Core, email: string, password: string): Promise<{ id: string } | undefined> {
+  const [row] = await core.db.query<{ id: string; password_hash: string | null; disabled_at: string | null }>(
+    sql`SELECT id, password_hash, disabled_at FROM users WHERE lower(email) = lower(${email})`,
+  );
+  // An unknown email or a user without a password costs the same scrypt as a wrong password.
+  const matches = await passwordMatches(password, row?.password_hash ?? (await decoyPasswordHash()));
+  return row && row.password_hash && matches && !row.disabled_at ? { id: row.id } : undefined;
+}
+
+async function keysBody(ctx: PageContext, user: UserRow, csrfToken: string): Promise<Html> {
+  const keys = await ctx.core.db.query<{ id: string; name: string; capabilities: Capability[]; created_at: string; last_used_at: string | null }>(sql`
+    SELECT id, name, capabilities, created_at, last_used_at FROM api_keys
+    WHERE user_id = ${user.id} AND revoked_at IS NULL ORDER BY created_at DESC, id`);
+  const rows = keys.map(
+    (key) => html`<tr><td>${key.name}<br><code>${maskedKey(key.id)}</code></td>
+<td>${key.capabilities.map((c) => html`<code>${c}</code> `)}</td><td>${key.created_at.slice(0, 16).replace('T', ' ')}</td>
+<td>${key.last_used_at ? key.last_used_at.slice(0, 16).replace('T', ' ') : 'never'}</td>
+<td><form method="post" action="/app/developers/api-keys/${key.id}/revoke"><input type="hidden" name="_csrf" value="${csrfToken}">
+<button type="submit" aria-label="Revoke ${key.name}">Revoke</button></form></td></tr>`,
+  );
+  const choices = ROLE_CEILING[user.role].map(
+    (c) => html`<label><input type="checkbox" name="capabilities" value="${c}"> ${CAPABILITY_LABELS[c]} <code>${c}</code></label>`,
+  );
+  return html`<section aria-labelledby="keys"><h2 id="keys">Your keys</h2>
+${keys.length === 0 ? html`<p>No active keys.</p>` : html`<table><thead><tr><th>Key</th><th>Capabilities</th><th>Created (UTC)</th><th>Last use</th><th></th></tr></thead><tbody>${rows}</tbody></table>`}
+</section>
+<form class="card" method="post" action="/app/developers/api-keys" aria-labelledby="mint"><h2 id="mint">Mint a key</h2>
+<p>The key acts as you (${user.email}), narrowed to the capabilities you choose and, live, to your role. For integrations, prefer a dedicated non-personal user.</p>
+<input type="hidden" name="_csrf" value="${csrfToken}">
+<label for="key-name">Name</label><input id="key-name" name="name" type="text" maxlength="100" required>
+<fieldset><legend>Capabilities</legend>${choices}</fieldset>
+<p><button type="submit">Mint key</button></p></form>`;
+}

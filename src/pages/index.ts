@@ -1,0 +1,52 @@
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import type { FastifyInstance } from 'fastify';
+import { ZodError } from 'zod';
+import type { Core } from '../core.js';
+import { AppError, validationError } from '../errors.js';
+import { registerAccountPages, sendPage } from './account-pages.js';
+import { registerConnectionPages } from './connections.js';
+import { registerConsentPages } from './consent.js';
+import { html, STYLE_HASH } from './html.js';
+import { registerMigrationDashboard } from './migration-dashboard.js';
+import { createSessions } from './session.js';
+
+/**
+ * The application's pages under /app: sign-in, API keys, MCP connections, the OAuth consent
+ * screen and the v2 migration dashboard. They never allow framing (clickjacking of the consent), send no CORS headers, and are
+ * never cached.
+ */
+export async function registerPages(app: FastifyInstance, core: Core): Promise<void> {
+  await app.register(async (scope) => {
+    await scope.register(cookie);
+    await scope.register(formbody);
+    const ctx = { core, sessions: createSessions(core) };
+
+    scope.addHook('onSend', async (_request, reply) => {
+      void reply.headers({
+        'x-frame-options': 'DENY',
+        'content-security-policy': `default-src 'none'; style-src ${STYLE_HASH}; frame-ancestors 'none'; base-uri 'none'`,
+        'referrer-policy': 'no-referrer',
+        'x-content-type-options': 'nosniff',
+        'cache-control': 'no-store',
+      });
+    });
+
+    scope.setErrorHandler((error, request, reply) => {
+      const appError =
+        error instanceof AppError
+          ? error
+          : error instanceof ZodError
+            ? validationError(error)
+            : new AppError(500, 'internal_error', 'Something went wrong; try again');
+      if (appError.status >= 500) request.log.error({ err: error }, 'page failed');
+      const body = html`<p class="error" role="alert">${appError.message}</p><p><a href="/app">Back to the application</a></p>`;
+      return sendPage(reply, 'Something went wrong', body, undefined, undefined, appError.status);
+    });
+
+    registerAccountPages(scope, ctx);
+    registerConnectionPages(scope, ctx);
+    await registerConsentPages(scope, ctx);
+    registerMigrationDashboard(scope, ctx);
+  });
+}

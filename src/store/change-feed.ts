@@ -1,0 +1,102 @@
+import type { Logger } from 'pino';
+import type { Db } from './db.js';
+import { sql } from './sql.js';
+
+/*
+ * What changed in the database, for the caches of every instance. Triggers (migration 0006) NOTIFY
+ * on commit, whichever process wrote; a process hears its own commits before they return (see Db.listen).
+ */
+
+export type ChangeTopic = 'credentials' | 'teams';
+const TOPICS: readonly ChangeTopic[] = ['credentials', 'teams'];
+const CHANNEL = 'svc_changes';
+
+export interface ChangeFeed {
+  /** False while notifications may be missed (listener reconnecting): caches must not serve then. */
+  readonly live: boolean;
+  /** Moves on every change of the topic: a value loaded across a move may be stale and is not kept. */
+  generation(topic: ChangeTopic): number;
+  subscribe(topic: ChangeTopic, onChange: () => void): void;
+  close(): Promise<void>;
+}
+
+/** Opened before the database's first query, so that every pooled connection listens. */
+export async function openChangeFeed(db: Db, logger: Logger): Promise<ChangeFeed> {
+  // Learnt after listening (see below); the triggers name it in every payload.
+  const ours: { schema?: string } = {};
+  const generations = new Map<ChangeTopic, number>(TOPICS.map((topic) => [topic, 0]));
+  const subscribers = new Map<ChangeTopic, Array<() => void>>(TOPICS.map((topic) => [topic, []]));
+  let live = true;
+
+  const changed = (topic: ChangeTopic) => {
+    generations.set(topic, generations.get(topic)! + 1);
+    for (const onChange of subscribers.get(topic)!) onChange();
+  };
+  const stop = await db.listen(
+    CHANNEL,
+    (payload) => {
+      const [topic, from] = payload.split(':');
+      // Channels are per database; other schemas (tests, tenants) notify on the same one.
+      if (from !== undefined && from === ours.schema && TOPICS.includes(topic as ChangeTopic)) changed(topic as ChangeTopic);
+    },
+    (nowLive) => {
+      live = nowLive;
+      // Whatever happened while deaf is unknown: everything cached is dropped, on losing and on regaining.
+      for (const topic of TOPICS) changed(topic);
+      if (nowLive) logger.info('change notifications resumed; caches serve again');
+      else logger.warn('change notifications lost; caches bypassed until the listener reconnects');
+    },
+  );
+  // Nothing is cached before this resolves, so notifications ignored until then lose nothing.
+  const [row] = await db.query<{ schema: string }>(sql`SELECT current_schema() AS schema`);
+  ours.schema = row!.schema;
+
+  return {
+    get live() {
+      return live;
+    },
+    generation: (topic) => generations.get(topic)!,
+    subscribe: (topic, onChange) => {
+      subscribers.get(topic)!.push(onChange);
+    },
+    close: stop,
+  };
+}
+
+/**
+ * A bounded cache of values that changes of its topics invalidate. A value is kept only if no change
+ * happened while it loaded, so a read racing a revocation never caches what was revoked.
+ */
+export class TopicCache<V> {
+  private readonly entries = new Map<string, V>();
+  private readonly topics: readonly ChangeTopic[];
+
+  constructor(
+    private readonly feed: ChangeFeed,
+    topics: ChangeTopic | readonly ChangeTopic[],
+    private readonly maxEntries = 10_000,
+  ) {
+    this.topics = typeof topics === 'string' ? [topics] : topics;
+    for (const topic of this.topics) feed.subscribe(topic, () => this.entries.clear());
+  }
+
+  private generation(): number {
+    return this.topics.reduce((sum, topic) => sum + this.feed.generation(topic), 0);
+  }
+
+  /** The cached value of `key`, or `load()`'s; `keep` decides which loaded values are worth caching. */
+  async get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
+    if (this.feed.live) {
+      const hit = this.entries.get(key);
+      if (hit !== undefined) return hit;
+    }
+    const generation = this.generation();
+    const value = await load();
+    if (this.feed.live && generation === this.generation() && keep(value)) {
+      // Oldest first out: Map keeps insertion order.
+      if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+}

@@ -1,0 +1,182 @@
+import { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { buildInput, describeInput, kebabCase, pathParamsOf } from '../../cli/args.js';
+import { checkAddress, resolveCredential, resolveTarget, type StoredConfig } from '../../cli/config.js';
+import { CliError, EXIT } from '../../cli/exit-codes.js';
+import type { ApiRequest } from '../../cli/http.js';
+import { registerOperationCommands } from '../../cli/operations.js';
+import { Session } from '../../cli/session.js';
+import { OPERATIONS, operationByName } from '../../src/operations/index.js';
+
+/*
+ * Argument parsing apart from behaviour, as gh tests it: argv → request, without a server. The
+ * session's call is the one seam: it records the request the command would send.
+ */
+
+const op = (name: string) => {
+  const found = operationByName(name);
+  if (!found) throw new Error(`no operation ${name}`);
+  return found;
+};
+
+class RecordingSession extends Session {
+  requests: ApiRequest[] = [];
+  override async call(request: ApiRequest) {
+    this.requests.push(request);
+    return { ok: true as const, data: {}, meta: {} };
+  }
+}
+
+/** Parses a command line the way `svc` does and returns the request it would send. */
+async function requestFor(...argv: string[]): Promise<ApiRequest> {
+  const session = new RecordingSession({ format: 'json' }, {}, '/nonexistent/svc-config.json');
+  const program = new Command('svc').exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+  registerOperationCommands(program, OPERATIONS, () => session);
+  const write = process.stdout.write;
+  process.stdout.write = (() => true) as typeof process.stdout.write;
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } finally {
+    process.stdout.write = write;
+  }
+  expect(session.requests).toHaveLength(1);
+  return session.requests[0]!;
+}
+
+async function refusal(...argv: string[]): Promise<CliError> {
+  const error = await requestFor(...argv).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(CliError);
+  return error as CliError;
+}
+
+describe('svc argument parsing', () => {
+  it('derives one command per operation, the issue’s nouns and verbs among them', () => {
+    const commands = OPERATIONS.map((o) => o.cli);
+    expect(new Set(commands).size).toBe(commands.length);
+    expect(commands).toEqual(
+      expect.arrayContaining([
+        ...['list', 'get', 'create', 'update', 'devices', 'countries'].map((a) => `employees ${a}`),
+        ...['list', 'get', 'create', 'history', 'tracking', 'sla', 'validate', 'accessories', 'purchase'].map((a) => `orders ${a}`),
+        ...['list', 'get', 'create', 'update'].map((a) => `teams ${a}`),
+        'inventory search',
+        'devices options',
+        'devices suggestions',
+        'products get',
+        'products pin-code',
+        'company addresses list',
+        'company addresses create',
+        'whoami',
+      ]),
+    );
+  });
+
+  it('turns camelCase fields into kebab-case flags', () => {
+    expect(kebabCase('serialNumber')).toBe('serial-number');
+    expect(kebabCase('sendInvitation')).toBe('send-invitation');
+    const flags = describeInput(op('add_product_pin_code').input);
+    expect(flags.map((f) => f.flag)).toEqual(['product-id', 'serial-number', 'pin-code', 'company-id']);
+  });
+
+  it('describes kinds, requirement and choices from the zod schema', () => {
+    const employee = describeInput(op('create_employee').input);
+    const byField = Object.fromEntries(employee.map((f) => [f.field, f]));
+    expect(byField.displayName).toMatchObject({ kind: 'string', required: true });
+    expect(byField.sendInvitation).toMatchObject({ kind: 'boolean', required: false });
+    // addressTwo and phone cannot be set at creation: no flag at all.
+    expect(byField.addressTwo).toBeUndefined();
+    expect(byField.phone).toBeUndefined();
+
+    const order = Object.fromEntries(describeInput(op('create_order').input).map((f) => [f.field, f]));
+    expect(order.orderType).toMatchObject({ kind: 'string', required: true, choices: ['Deployment', 'Offboarding', 'Collection', 'Maintenance', 'Swap from Inventory'] });
+    expect(order.productIds).toMatchObject({ kind: 'list', required: true });
+    for (const field of ['dispositions', 'legalHold', 'pickupWindow']) expect(order[field]?.kind).toBe('json');
+
+    // A discriminated union: orderType in every variant, employeeId only in one.
+    const purchase = Object.fromEntries(describeInput(op('create_purchase_order').input).map((f) => [f.field, f]));
+    expect(purchase.orderType).toMatchObject({ required: true, choices: ['Purchase for Employee', 'Purchase for Inventory'] });
+    expect(purchase.employeeId).toMatchObject({ required: false });
+    expect(purchase.items?.kind).toBe('json');
+
+    const list = Object.fromEntries(describeInput(op('list_orders').input).map((f) => [f.field, f]));
+    expect(list.limit?.kind).toBe('number');
+    expect(list.topLevel?.kind).toBe('boolean');
+    expect(describeInput(op('get_order').input, pathParamsOf(op('get_order').path))).toEqual([]);
+  });
+
+  it('sends flags as the JSON body of a write, typed, with the path parameter from the argument', async () => {
+    expect(await requestFor('products', 'pin-code', '--serial-number', 'SN-1', '--pin-code', '1234')).toEqual({
+      method: 'POST',
+      path: '/v4/products/pin-code',
+      body: { serialNumber: 'SN-1', pinCode: '1234' },
+    });
+    expect(await requestFor('teams', 'update', 'team 1', '--name', 'Platform')).toEqual({
+      method: 'PATCH',
+      path: '/v4/teams/team%201',
+      body: { name: 'Platform' },
+    });
+    expect(await requestFor('employees', 'create', '--display-name', 'Ann', '--email', 'ann@acme.example', '--send-invitation')).toMatchObject({
+      body: { displayName: 'Ann', email: 'ann@acme.example', sendInvitation: true },
+    });
+    expect(
+      await requestFor('orders', 'create', '--order-type', 'Deployment', '--employee-id', 'emp_1', '--product-ids', 'dev_1,dev_2', '--product-ids', 'dev_3'),
+    ).toMatchObject({ body: { orderType: 'Deployment', employeeId: 'emp_1', productIds: ['dev_1', 'dev_2', 'dev_3'] } });
+  });
+
+  it('sends a read’s flags as the query string', async () => {
+    expect(await requestFor('orders', 'list', '--status', 'shipped', '--limit', '5', '--page', '2', '--top-level')).toEqual({
+      method: 'GET',
+      path: '/v4/orders',
+      query: { status: 'shipped', limit: '5', page: '2', topLevel: 'true' },
+    });
+    expect(await requestFor('inventory', 'search', '--no-in-stock')).toMatchObject({ query: { inStock: 'false' } });
+    expect(await requestFor('whoami')).toEqual({ method: 'GET', path: '/v4/me', query: {} });
+  });
+
+  it('refuses object fields as flags, naming --input', async () => {
+    const error = await refusal('orders', 'create', '--order-type', 'Collection', '--employee-id', 'e', '--product-ids', 'd', '--legal-hold', '{"caseId":"1"}');
+    expect(error.exitCode).toBe(EXIT.usage);
+    expect(error.message).toBe('--legal-hold takes an object or a list of objects: give it in the JSON body with --input <file> or --input -');
+    expect(() => buildInput(describeInput(op('create_purchase_order').input), { items: '[]' })).toThrow(/--items .*--input/);
+  });
+
+  it('checks the input with the operation’s schema before any request, naming the flag', async () => {
+    const pin = await refusal('products', 'pin-code', '--product-id', 'p1', '--pin-code', '12');
+    expect(pin.exitCode).toBe(EXIT.usage);
+    expect(pin.message).toContain('--pin-code: must be 4 to 12 digits');
+    const both = await refusal('products', 'pin-code', '--product-id', 'p1', '--serial-number', 's', '--pin-code', '1234');
+    expect(both.message).toContain('give exactly one of productId or serialNumber');
+    const limit = await refusal('teams', 'list', '--limit', 'many');
+    expect(limit.message).toContain('--limit');
+  });
+
+  it('merges the --input body under the flags: a flag wins over the same field', () => {
+    const flags = describeInput(op('create_order').input);
+    const document = { orderType: 'Collection', employeeId: 'from-file', productIds: ['d1'], pickupWindow: { start: 'a', end: 'b' } };
+    expect(buildInput(flags, { employeeId: 'from-flag' }, document)).toEqual({ ...document, employeeId: 'from-flag' });
+  });
+
+  it('resolves the credential from --api-key, then SVC_API_KEY, then the active account', () => {
+    const config: StoredConfig = { active: 'work', accounts: { work: { apiKey: 'svc_sk_account', environment: 'next' } } };
+    expect(resolveCredential({ apiKey: 'svc_sk_flag' }, { SVC_API_KEY: 'svc_sk_env' }, config)).toEqual({ apiKey: 'svc_sk_flag', source: 'flag' });
+    expect(resolveCredential({}, { SVC_API_KEY: 'svc_sk_env' }, config)).toEqual({ apiKey: 'svc_sk_env', source: 'env' });
+    expect(resolveCredential({}, {}, config)).toEqual({ apiKey: 'svc_sk_account', source: 'account', account: 'work' });
+    expect(resolveCredential({}, {}, { accounts: config.accounts })).toBeUndefined();
+  });
+
+  it('resolves the address: --api-url, else the account’s, else the environment’s; plain HTTP only to 127.0.0.1 with --allow-localhost', () => {
+    const config: StoredConfig = { active: 'work', accounts: { work: { apiKey: 'k', environment: 'next' } }, devApiUrl: 'https://me.dev.example' };
+    const account = resolveCredential({}, {}, config);
+    expect(resolveTarget({}, undefined, config)).toEqual({ environment: 'prod', baseUrl: 'https://api.devicelifecycle.example' });
+    expect(resolveTarget({ environment: 'io' }, undefined, config).baseUrl).toBe('https://api.devicelifecycle.example');
+    expect(resolveTarget({}, account, config)).toEqual({ environment: 'next', baseUrl: 'https://api.next.devicelifecycle.example' });
+    expect(resolveTarget({ environment: 'dev' }, account, config).baseUrl).toBe('https://me.dev.example');
+    expect(resolveTarget({ environment: 'local', allowLocalhost: true }, account, config).baseUrl).toBe('http://127.0.0.1:3001');
+    expect(() => resolveTarget({ environment: 'local' }, account, config)).toThrow(/pass --allow-localhost/);
+    expect(() => resolveTarget({ environment: 'staging' }, account, config)).toThrow(/Unknown environment "staging"/);
+    expect(() => checkAddress('http://api.example.com', true)).toThrow(/API keys are sent only over HTTPS/);
+    expect(checkAddress('https://api.example.com/base/', false)).toBe('https://api.example.com');
+  });
+});

@@ -1,0 +1,209 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readScopeTable } from '../../cli/audit/scope-table.js';
+import { createUser, mintKeyForUser } from '../../src/domain/admin.js';
+import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
+import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
+import { keyWith } from '../helpers/keys.js';
+import { isolatedEnv, listen, svc, type SvcResult } from './svc-process.js';
+
+/*
+ * `svc migrate audit`: offline over the whole bundled scope table, and with --key against a
+ * started server whose gateway recorded the key's usage.
+ */
+
+const mappings = loadMappings(defaultMappingsDir());
+/** One v2 scope per entry of the table; a wildcard entry is represented by a scope under it. */
+const ALL_SCOPES = mappings.scopes.map((entry) => (entry.name.endsWith('.*') ? `${entry.name.slice(0, -2)}.companies` : entry.name));
+const ADDRESS_SCOPES = ['api.employee.deliveryAddress.get', 'api.employee.deliveryAddress.create', 'api.employee.deliveryAddress.update'];
+const AS_OF = '2026-11-22';
+
+const env = isolatedEnv();
+const audit = (...args: string[]) => svc(['migrate', 'audit', '--as-of', AS_OF, ...args], env);
+const report = (result: SvcResult) => {
+  expect(result.stderr).toBe('');
+  const envelope = JSON.parse(result.stdout);
+  expect(envelope.ok).toBe(true);
+  return envelope.data;
+};
+
+describe('svc migrate audit, offline from the bundled maps', () => {
+  it('reads the same scope table as the gateway’s validated loader', () => {
+    const table = readScopeTable();
+    expect(table.rules).toEqual(
+      mappings.scopes.map((e) => ({
+        name: e.name,
+        status: e.status,
+        capability: e.capability,
+        endpoints: e.endpoints.map((p) => `${p.method} ${p.path}`),
+        note: e.note,
+        reason: e.reason,
+      })),
+    );
+    expect(table.sunset).toEqual(mappings.sunset.sunset);
+  });
+
+  it('reports every scope of the table with its status, capability and endpoints', async () => {
+    const result = await audit('--scopes', ALL_SCOPES.join(','), '--format', 'json', '--fail-on', 'none');
+    expect(result.code).toBe(0);
+    const data = report(result);
+    expect(data.scopes.map((f: any) => [f.scope, f.status, f.capability])).toEqual(
+      mappings.scopes.map((e, i) => [ALL_SCOPES[i], e.status, e.capability ?? null]),
+    );
+    const statuses = new Set(data.scopes.map((f: any) => f.status));
+    expect([...statuses].sort()).toEqual(['covered-by-order-type', 'mapped', 'mapped-broader', 'no-successor']);
+    const byScope = Object.fromEntries(data.scopes.map((f: any) => [f.scope, f]));
+    expect(byScope['api.employee.offBoarding']).toMatchObject({ status: 'covered-by-order-type', capability: 'mcp:orders:write', comment: expect.stringContaining('order type') });
+    expect(byScope['api.organization.companies']).toMatchObject({ status: 'no-successor', capability: null, comment: 'no organization-level principal in v4' });
+    expect(byScope['api.orders.create'].endpoints).toEqual(expect.arrayContaining(['POST /orders/offboarding', 'POST /orders/purchaseOrder']));
+    // All ten capabilities: the v2 scopes with a successor cover every v4 group.
+    expect(data.summary.capabilities).toHaveLength(10);
+    expect(data.summary.stayOnV2).toEqual(['api.catalogs.getAll', 'api.catalogs.items.getAll', 'api.company.get', 'api.company.update', 'api.orders.update', 'api.organization.companies']);
+    expect(data.summary).toMatchObject({ sunset: '2027-01-01', daysToSunset: 40 });
+    expect(data.windowDays).toBeNull();
+  });
+
+  it('fails on what --fail-on names, minus --ignore, and says why in the table', async () => {
+    const failing = await audit('--scopes', 'api.teams.getAll,api.catalogs.getAll,api.employee.deliveryAddress.get');
+    expect(failing.code).toBe(1);
+    expect(failing.stdout).toContain('2 finding(s) under --fail-on no-successor, mapped-broader: api.catalogs.getAll, api.employee.deliveryAddress.get');
+    expect(failing.stdout).toMatch(/^api\.catalogs\.getAll +no-successor ✗ +— \(stays on v2\) +GET \/catalogs$/m);
+    const onlyNoSuccessor = await audit('--scopes', 'api.teams.getAll,api.employee.deliveryAddress.get', '--fail-on', 'no-successor');
+    expect(onlyNoSuccessor.code).toBe(0);
+    expect(onlyNoSuccessor.stdout).toContain('Clean under --fail-on no-successor');
+    const ignored = await audit('--scopes', 'api.teams.getAll,api.catalogs.getAll', '--ignore', 'api.catalogs.getAll');
+    expect(ignored.code).toBe(0);
+    expect(ignored.stdout).toContain('no-successor (ignored)');
+    expect((await audit('--scopes', 'api.employee.offBoarding', '--fail-on', 'covered-by-order-type')).code).toBe(1);
+    expect((await audit('--scopes', 'api.teams.getAll', '--fail-on', 'mapped')).code).toBe(1);
+  });
+
+  it('exits 2 on bad input: an unknown scope with a did-you-mean, a bad option, no input', async () => {
+    const unknown = await audit('--scopes', 'api.employes.getAll,api.team.get,api.nothing.like.this');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toContain('unknown v2 scope api.employes.getAll (did you mean api.employees.getAll?)');
+    expect(unknown.stderr).toContain('unknown v2 scope api.nothing.like.this');
+    const json = await audit('--scopes', 'api.employes.getAll', '--format', 'json');
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'usage_error', message: expect.stringContaining('did you mean') } });
+    expect((await audit('--scopes', 'api.team.get', '--fail-on', 'sometimes')).code).toBe(2);
+    expect((await audit('--scopes', 'api.team.get', '--format', 'text')).code).toBe(2);
+    expect((await audit()).code).toBe(2);
+    expect((await audit('--scopes', 'api.team.get', '--scopes-file', 'x')).code).toBe(2);
+    expect((await audit('--scopes-file', join(env.XDG_CONFIG_HOME!, 'missing.txt'))).code).toBe(2);
+  });
+
+  it('reads --scopes-file as lines, or as the JSON or YAML of an integration config', async () => {
+    const dir = env.XDG_CONFIG_HOME!;
+    const files = {
+      'scopes.txt': '# address sync\napi.employee.deliveryAddress.get\n\napi.employee.deliveryAddress.update\n',
+      'integration.json': JSON.stringify({ name: 'sync', auth: { scopes: ['api.employee.deliveryAddress.get', 'api.employee.deliveryAddress.update'] } }),
+      'integration.yaml': 'name: sync\noauth:\n  scope: api.employee.deliveryAddress.get api.employee.deliveryAddress.update\n',
+    };
+    for (const [file, text] of Object.entries(files)) {
+      writeFileSync(join(dir, file), text);
+      const data = report(await audit('--scopes-file', join(dir, file), '--format', 'json', '--fail-on', 'none'));
+      expect(data.scopes.map((f: any) => f.scope)).toEqual(['api.employee.deliveryAddress.get', 'api.employee.deliveryAddress.update']);
+    }
+    writeFileSync(join(dir, 'empty.json'), '{"name": "no scopes here"}');
+    const empty = await audit('--scopes-file', join(dir, 'empty.json'));
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('no scopes found');
+  });
+
+  it('writes the golden markdown report of the address-only integration', async () => {
+    const result = await audit('--scopes', ADDRESS_SCOPES.join(','), '--user', 'address-sync@acme.example', '--company', 'co_acme', '--name', 'Address sync (v4)', '--format', 'markdown');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe(readFileSync(new URL('./golden/audit-address-only.md', import.meta.url), 'utf8'));
+  });
+});
+
+describe.each(backends())('svc migrate audit --key against a started server [%s]', { timeout: 120_000 }, (backend) => {
+  let t: TestApp;
+  let url: string;
+  let keyId: string;
+  const keyEnv = isolatedEnv();
+  const at = () => ['--api-url', url, '--allow-localhost'];
+
+  beforeAll(async () => {
+    t = await startTestApp(backend);
+    url = await listen(t);
+    const legacy = await createLegacyKey(t.core, t.core.mappings, { companyId: t.demo.companies.acme, name: 'Address sync', scopes: ADDRESS_SCOPES });
+    keyId = legacy.id;
+    // A real v2 call through the gateway today, and an update recorded 45 days ago (outside a 30-day window).
+    const response = await fetch(`${url}/v2/employees/${t.demo.employees.dana}/deliveryAddress`, { headers: { 'x-api-key': legacy.rawKey! } });
+    expect(response.status).toBe(200);
+    t.core.legacyUsage.record(keyId, 'PATCH /employees/:id/deliveryAddress', 'api.employee.deliveryAddress.update', new Date(Date.now() - 45 * 86_400_000));
+  });
+  afterAll(async () => t?.close());
+
+  it('reports which granted scopes the key called, and mints only what was used', async () => {
+    const result = await svc(['migrate', 'audit', '--key', keyId, '--format', 'json', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
+    expect(result.code, result.stderr).toBe(1);
+    const data = report(result);
+    expect(data.key).toMatchObject({ id: keyId, companyId: t.demo.companies.acme, name: 'Address sync' });
+    expect(data.windowDays).toBe(30);
+    const byScope = Object.fromEntries(data.scopes.map((f: any) => [f.scope, f]));
+    expect(byScope['api.employee.deliveryAddress.get']).toMatchObject({ calls: 1, lastCalled: new Date().toISOString().slice(0, 10) });
+    expect(byScope['api.employee.deliveryAddress.update']).toMatchObject({ calls: 0, lastCalled: expect.any(String) });
+    expect(byScope['api.employee.deliveryAddress.create']).toMatchObject({ calls: 0, lastCalled: null });
+    expect(data.summary.unusedScopes).toEqual(['api.employee.deliveryAddress.create', 'api.employee.deliveryAddress.update']);
+    expect(data.summary.capabilities).toEqual(['mcp:employees:read']);
+    expect(data.summary.mintCommand).toBe("svc-server keys mint --user v4-integration@example.com --capabilities mcp:employees:read --name 'Address sync (v4)'");
+    expect(data.summary.userCommand).toContain(`--company ${t.demo.companies.acme} --non-personal`);
+
+    const wide = await svc(['migrate', 'audit', '--key', keyId, '--days', '60', '--fail-on', 'unused', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
+    expect(wide.code).toBe(1);
+    expect(wide.stdout).toMatch(/^api\.employee\.deliveryAddress\.update +mapped-broader +mcp:employees:write +1 \(last \d{4}-\d{2}-\d{2}\)/m);
+    expect(wide.stdout).toContain('1 finding(s) under --fail-on unused: api.employee.deliveryAddress.create');
+    const clean = await svc(['migrate', 'audit', '--key', keyId, '--fail-on', 'no-successor', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
+    expect(clean.code).toBe(0);
+  });
+
+  it('reads the key only for an admin of its company, never its secret', async () => {
+    const read = await svc(['legacy-keys', 'get', keyId, '--format', 'json', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
+    expect(read.code).toBe(0);
+    expect(read.stdout).not.toMatch(/hash|lk_live_[A-Za-z0-9_-]{20}/);
+    const listed = await svc(['legacy-keys', 'list', '--format', 'json', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
+    expect(JSON.parse(listed.stdout).data.keys.map((k: any) => k.id)).toContain(keyId);
+
+    const manager = await keyWith(t, 'manager', ['mcp:employees:read']);
+    const refused = await svc(['migrate', 'audit', '--key', keyId, '--api-key', manager, ...at()], keyEnv);
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toContain('admin_only');
+    await createUser(t.core.db, { email: 'globex-admin@globex.example', displayName: 'Globex Admin', role: 'admin', companyIds: [t.demo.companies.globex], nonPersonal: false });
+    const globex = (await mintKeyForUser(t.core.db, 'globex-admin@globex.example', ['mcp:employees:read'], 'test')).rawKey;
+    // Another company's key reads as absent (404, exit 1): a refusal would confirm it exists.
+    expect((await svc(['migrate', 'audit', '--key', keyId, '--api-key', globex, ...at()], keyEnv)).code).toBe(1);
+    const missing = await svc(['migrate', 'audit', '--key', 'lk_missing', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('Legacy key lk_missing was not found');
+    expect((await svc(['migrate', 'audit', '--key', keyId, ...at()], keyEnv)).code).toBe(4);
+  });
+});
+
+describe('the commands an audit prints [pglite]', () => {
+  let dataDir: string;
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'svc-audit-store-'));
+  });
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('provision the dedicated user and mint its key, as printed', { timeout: 120_000 }, async () => {
+    const serverEnv = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
+    const server = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { env: serverEnv, encoding: 'utf8', timeout: 60_000 });
+    expect(server(['seed', '--demo', '--json']).status).toBe(0);
+    const data = report(await audit('--scopes', ADDRESS_SCOPES.join(','), '--company', 'co_acme', '--user', 'sync-bot@acme.example', '--format', 'json'));
+    const words = (command: string) => [...command.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!).slice(1);
+    const created = server(words(data.summary.userCommand));
+    expect(created.status, created.stderr).toBe(0);
+    const minted = server([...words(data.summary.mintCommand), '--json']);
+    expect(minted.status, minted.stderr).toBe(0);
+    expect(JSON.parse(minted.stdout)).toMatchObject({ user: 'sync-bot@acme.example', capabilities: ['mcp:employees:read', 'mcp:employees:write'] });
+  });
+});

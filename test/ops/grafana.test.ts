@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/harness.js';
+import { dropKeys, REDIS_URL, uniquePrefix } from '../shared-state/redis-support.js';
+
+/*
+ * The shipped Grafana dashboard and Prometheus alert rules query only metrics that a built app
+ * (with Redis configured, as the scaled-out deployment runs) really exports: a renamed metric
+ * would otherwise leave an empty panel or an alert that never fires.
+ */
+
+const NOT_METRICS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan']);
+
+/** The metric names a PromQL expression selects (functions, labels, keywords and variables left out). */
+function metricNames(expr: string): string[] {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""')
+    .replace(/\$\{?\w+\}?/g, '')
+    .replace(/\{[^}]*\}/g, '')
+    .replace(/\[[^\]]*\]/g, '')
+    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, '')
+    .replace(/\boffset\s+\w+/g, '');
+  const names = [...bare.matchAll(/(?<![\w.])[a-zA-Z_:][\w:]*(?![\w:]|\s*\()/g)].map((match) => match[0]);
+  return [...new Set(names.filter((name) => !NOT_METRICS.has(name.toLowerCase())))];
+}
+
+interface Panel {
+  title?: string;
+  targets?: Array<{ expr?: string }>;
+  panels?: Panel[];
+}
+
+const dashboard = JSON.parse(readFileSync('ops/grafana/migration-dashboard.json', 'utf8')) as { panels: Panel[] };
+const alerts = parse(readFileSync('ops/prometheus/alerts.yml', 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
+
+const dashboardQueries = (panels: Panel[]): Array<[string, string]> =>
+  panels.flatMap((panel) => [
+    ...(panel.targets ?? []).filter((target) => target.expr).map((target): [string, string] => [`panel "${panel.title}"`, target.expr!]),
+    ...dashboardQueries(panel.panels ?? []),
+  ]);
+const queries: Array<[string, string]> = [
+  ...dashboardQueries(dashboard.panels),
+  ...alerts.groups.flatMap((group) => group.rules.map((rule): [string, string] => [`alert ${rule.alert}`, rule.expr])),
+];
+
+describe('ops files', () => {
+  const prefix = uniquePrefix();
+  let t: TestApp;
+  let exported: Set<string>;
+
+  beforeAll(async () => {
+    t = await startTestApp('pglite', { seed: false, config: { redisUrl: REDIS_URL, redisKeyPrefix: prefix } });
+    const suffixes: Record<string, string[]> = { histogram: ['_bucket', '_sum', '_count'], summary: ['', '_sum', '_count'] };
+    const metrics = await t.core.metrics.registry.getMetricsAsJSON();
+    exported = new Set(metrics.flatMap((metric) => (suffixes[metric.type] ?? ['']).map((suffix) => `${metric.name}${suffix}`)));
+  });
+  afterAll(async () => {
+    await t.close();
+    await dropKeys(REDIS_URL, prefix);
+  });
+
+  it('reads metric names out of PromQL', () => {
+    expect(metricNames('histogram_quantile(0.99, sum by (le, route) (rate(svc_x_bucket{status=~"5.."}[$__rate_interval])))')).toEqual(['svc_x_bucket']);
+    expect(metricNames('(max(a_seconds) - time()) / 86400 < 30 and on() sum(increase(b_total[1d])) > 0')).toEqual(['a_seconds', 'b_total']);
+    expect(metricNames('min by (instance) (up) == 0 or vector(0)')).toEqual(['up']);
+  });
+
+  it('query only metrics the service exports', () => {
+    expect(queries.length).toBeGreaterThanOrEqual(20);
+    const problems = queries.flatMap(([where, expr]) => {
+      const names = metricNames(expr);
+      if (names.length === 0) return [`${where}: names no metric in ${expr}`];
+      return names.filter((name) => !exported.has(name)).map((name) => `${where}: ${name} is not exported`);
+    });
+    expect(problems).toEqual([]);
+  });
+
+  it('ship the "v2 traffic still present N days before sunset" alert', () => {
+    const rule = alerts.groups.flatMap((group) => group.rules).find((candidate) => candidate.alert === 'V2TrafficNearSunset');
+    expect(metricNames(rule!.expr).sort()).toEqual(['svc_v2_requests_total', 'svc_v2_sunset_timestamp_seconds']);
+  });
+
+  it('chart the migration signals the issue asks for', () => {
+    const all = queries.map(([, expr]) => expr).join('\n');
+    for (const metric of ['svc_v2_requests_total', 'svc_v2_translation_seconds_bucket', 'svc_v2_upstream_errors_total', 'svc_v4_legacy_key_rejections_total', 'svc_v2_sunset_timestamp_seconds', 'svc_http_request_duration_seconds_count', 'svc_mcp_tool_calls_total', 'svc_redis_up']) {
+      expect(all).toContain(metric);
+    }
+  });
+});

@@ -1,0 +1,137 @@
+import { PassThrough } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseApp } from '../../src/http/app.js';
+import { SharedStateUnavailable } from '../../src/shared-state/index.js';
+import { startTestApp, type TestApp } from '../helpers/harness.js';
+import { freePort, OwnRedis, uniquePrefix, waitFor } from './redis-support.js';
+
+/*
+ * Redis dies under a running core and comes back: rate limits fall back to the process (never to no
+ * limit), session reads fail fast with a typed error, metrics, logs and /readyz say so, and the core
+ * recovers by itself. The Redis here is the test's own, on a free port: the machine's is left alone.
+ */
+
+// Far above the command timeout (1 s): a hung call would blow through it, a failing one returns at once.
+const NO_HANG_MS = 3000;
+
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} hung for more than ${NO_HANG_MS} ms`)), NO_HANG_MS);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('Redis stopped mid-test', () => {
+  let redis: OwnRedis;
+  let t: TestApp;
+  const logLines: Array<{ msg?: string; redis?: string }> = [];
+
+  const redisUp = async () => {
+    const text = (await t.app.inject({ url: '/metrics' })).body;
+    return /^svc_redis_up (\d)$/m.exec(text)?.[1];
+  };
+
+  beforeAll(async () => {
+    redis = new OwnRedis(await freePort());
+    await redis.start();
+    const logs = new PassThrough();
+    logs.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as { msg?: string });
+    });
+    t = await startTestApp('pglite', {
+      seed: false,
+      config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() },
+      core: { logger: pino({ level: 'info' }, logs) },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await redis?.kill();
+  });
+
+  it('serves from Redis, falls back while it is down, and recovers without a restart', async () => {
+    const shared = t.core.shared;
+    // Up: ready, gauge 1, sessions stored.
+    expect(shared.status).toBe('up');
+    expect(await redisUp()).toBe('1');
+    const ready = await t.app.inject({ url: '/readyz' });
+    expect([ready.statusCode, ready.json()]).toEqual([200, { ok: true, checks: { database: 'up', redis: 'up' } }]);
+    await shared.set('session', 'kept', 300);
+    expect((await shared.rateLimit('login', 2, 60)).allowed).toBe(true);
+
+    await redis.kill();
+
+    // Rate limits: counted in this process, still limited.
+    const fallback = [];
+    for (let i = 0; i < 3; i++) fallback.push(await within(shared.rateLimit('login-during-outage', 2, 60), 'rateLimit'));
+    expect(fallback.map((r) => r.allowed)).toEqual([true, true, false]);
+    expect(fallback[2]!.retryAfterSeconds).toBeGreaterThan(0);
+
+    // Sessions: a typed error, fast.
+    await expect(within(shared.get('session'), 'get')).rejects.toBeInstanceOf(SharedStateUnavailable);
+    await expect(within(shared.set('other', 'v', 60), 'set')).rejects.toBeInstanceOf(SharedStateUnavailable);
+    await expect(within(shared.touch('session', 60), 'touch')).rejects.toBeInstanceOf(SharedStateUnavailable);
+
+    // Which an HTTP route answers as 503 with Retry-After.
+    const probe = baseApp(t.core);
+    probe.get('/probe/session', async () => ({ ok: true, data: await t.core.shared.get('session') }));
+    const refused = await probe.inject({ url: '/probe/session' });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers['retry-after']).toBe('5');
+    expect(refused.json().error.code).toBe('shared_state_unavailable');
+    await probe.close();
+
+    // Metrics, readiness and logs say so.
+    expect(shared.status).toBe('down');
+    expect(await redisUp()).toBe('0');
+    const notReady = await within(t.app.inject({ url: '/readyz' }), '/readyz');
+    expect(notReady.statusCode).toBe(503);
+    expect(notReady.json()).toMatchObject({
+      ok: false,
+      checks: { database: 'up', redis: 'down' },
+      error: { code: 'not_ready', message: 'Not ready: redis down' },
+    });
+    expect(logLines.some((line) => line.redis === 'down' && /Redis shared state down/.test(line.msg ?? ''))).toBe(true);
+    // The process is still serving what does not depend on Redis.
+    expect((await t.app.inject({ url: '/healthz' })).statusCode).toBe(200);
+
+    await redis.start();
+    await waitFor(() => shared.status === 'up', 'the core to reconnect to Redis');
+
+    expect(await redisUp()).toBe('1');
+    expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(200);
+    // An empty Redis came back (no persistence): the session is gone, new ones are stored again.
+    expect(await shared.get('session')).toBeUndefined();
+    await shared.set('session', 'again', 300);
+    expect(await shared.get('session')).toBe('again');
+    expect((await shared.rateLimit('login-after', 1, 60)).allowed).toBe(true);
+    expect((await shared.rateLimit('login-after', 1, 60)).allowed).toBe(false);
+    expect(logLines.some((line) => line.redis === 'up' && /Redis shared state up/.test(line.msg ?? ''))).toBe(true);
+  });
+});
+
+describe('Redis down when the core starts', () => {
+  it('starts anyway in degraded mode, not ready, and picks Redis up when it appears', async () => {
+    const redis = new OwnRedis(await freePort());
+    const t = await startTestApp('pglite', { seed: false, config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() } });
+    try {
+      expect(t.core.shared.status).toBe('down');
+      expect((await within(t.app.inject({ url: '/readyz' }), '/readyz')).statusCode).toBe(503);
+      expect((await t.core.shared.rateLimit('b', 1, 60)).allowed).toBe(true);
+      expect((await t.core.shared.rateLimit('b', 1, 60)).allowed).toBe(false);
+
+      await redis.start();
+      await waitFor(() => t.core.shared.status === 'up', 'the core to connect to Redis');
+      expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(200);
+    } finally {
+      await t.close();
+      await redis.kill();
+    }
+  });
+});

@@ -1,0 +1,167 @@
+import pg from 'pg';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
+import { parseApiKey } from '../../src/access/api-keys.js';
+import { createCore, type Core } from '../../src/core.js';
+import { revokeKey, setUserDisabled } from '../../src/domain/admin.js';
+import { TopicCache, type ChangeTopic } from '../../src/store/change-feed.js';
+import { CHANGE_LISTENER_NAME } from '../../src/store/db.js';
+import { sql } from '../../src/store/sql.js';
+import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
+import { keyWith } from '../helpers/keys.js';
+
+/*
+ * Cached credentials are dropped by database notifications: in the writing process before its
+ * write returns, and in every other process when the notification arrives. While notifications
+ * may be missed, nothing is served from cache.
+ */
+
+const me = (core: Core, apiKey: string) => core.auth.authenticate({ 'x-api-key': apiKey });
+
+describe.each(backends())('credential cache and change feed [%s]', (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(backend);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('refuses a revoked key on the very next call in the revoking process', async () => {
+    const key = await keyWith(t, 'admin', ['mcp:teams:read']);
+    await me(t.core, key);
+    await me(t.core, key);
+    await revokeKey(t.core.db, parseApiKey(key)!.keyId);
+    await expect(me(t.core, key)).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+  });
+
+  it('sees a disabled user and a narrowed role on the very next call', async () => {
+    const key = await keyWith(t, 'employee', ['mcp:employees:read']);
+    expect((await me(t.core, key)).capabilities.has('mcp:employees:read')).toBe(true);
+    await setUserDisabled(t.core.db, t.demo.emails.employee, true);
+    await expect(me(t.core, key)).rejects.toMatchObject({ status: 401, code: 'user_disabled' });
+    await setUserDisabled(t.core.db, t.demo.emails.employee, false);
+    await me(t.core, key);
+    await t.core.db.query(sql`DELETE FROM user_companies WHERE user_id = (SELECT id FROM users WHERE email = ${t.demo.emails.employee})`);
+    expect((await me(t.core, key)).companyIds).toEqual([]);
+  });
+
+  it('does not cache a key that failed, so a key minted later works at once', async () => {
+    const key = await keyWith(t, 'admin', ['mcp:teams:read']);
+    const { keyId } = parseApiKey(key)!;
+    const wrongSecret = `svc_sk_${keyId}_${'x'.repeat(43)}`;
+    await expect(me(t.core, wrongSecret)).rejects.toMatchObject({ status: 401 });
+    expect((await me(t.core, key)).userId).toBeTruthy();
+  });
+});
+
+describe.each(backends().filter((b) => b === 'postgres'))('change feed across instances [%s]', () => {
+  let t: TestApp;
+  let other: Core;
+  beforeAll(async () => {
+    t = await startTestApp('postgres');
+    const [row] = await t.core.db.query<{ schema: string }>(sql`SELECT current_schema() AS schema`);
+    other = await createCore(t.core.config, { logger: pino({ level: 'silent' }), schema: row!.schema });
+  });
+  afterAll(async () => {
+    await other.close();
+    await t.close();
+  });
+
+  it('drops a key revoked by another instance when the notification arrives', async () => {
+    const key = await keyWith(t, 'admin', ['mcp:teams:read']);
+    await me(other, key);
+    const seen = other.changes.generation('credentials');
+    await revokeKey(t.core.db, parseApiKey(key)!.keyId);
+    await vi.waitFor(() => expect(other.changes.generation('credentials')).toBeGreaterThan(seen));
+    await expect(me(other, key)).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+  });
+
+  it('reports the gap when its listener is lost, drops what it cached, and listens again by itself', async () => {
+    const key = await keyWith(t, 'admin', ['mcp:teams:read']);
+    await me(other, key);
+    const states: boolean[] = [];
+    other.changes.subscribe('credentials', () => states.push(other.changes.live));
+    const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+    await admin.connect();
+    try {
+      // Every change listener of the database: the others reconnect the same way, losing nothing.
+      const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [
+        CHANGE_LISTENER_NAME,
+      ]);
+      expect(killed.rowCount).toBeGreaterThan(0);
+      await vi.waitFor(() => expect(states).toEqual([false, true]), { timeout: 10_000 });
+    } finally {
+      await admin.end();
+    }
+    expect(other.changes.live).toBe(true);
+    // Listening again: a revocation elsewhere still reaches it.
+    const seen = other.changes.generation('credentials');
+    await revokeKey(t.core.db, parseApiKey(key)!.keyId);
+    await vi.waitFor(() => expect(other.changes.generation('credentials')).toBeGreaterThan(seen));
+    await expect(me(other, key)).rejects.toMatchObject({ status: 401 });
+  });
+});
+
+describe('TopicCache', () => {
+  function feedStub() {
+    const subscribers: Array<() => void> = [];
+    let generation = 0;
+    const feed = {
+      live: true,
+      generation: () => generation,
+      subscribe: (_topic: ChangeTopic, onChange: () => void) => void subscribers.push(onChange),
+      close: async () => {},
+      change() {
+        generation += 1;
+        for (const onChange of subscribers) onChange();
+      },
+      /** As the real feed does: a gap, and its end, drop everything. */
+      setLive(live: boolean) {
+        feed.live = live;
+        feed.change();
+      },
+    };
+    return feed;
+  }
+
+  it('serves a cached value until a change, and nothing from cache while not live', async () => {
+    const feed = feedStub();
+    const cache = new TopicCache<number>(feed, 'credentials');
+    let loads = 0;
+    const load = async () => ++loads;
+    expect(await cache.get('k', load)).toBe(1);
+    expect(await cache.get('k', load)).toBe(1);
+    feed.change();
+    expect(await cache.get('k', load)).toBe(2);
+    feed.setLive(false);
+    expect(await cache.get('k', load)).toBe(3);
+    expect(await cache.get('k', load)).toBe(4);
+    feed.setLive(true);
+    expect(await cache.get('k', load)).toBe(5);
+    expect(await cache.get('k', load)).toBe(5);
+  });
+
+  it('does not keep a value loaded across a change, nor one `keep` refuses', async () => {
+    const feed = feedStub();
+    const cache = new TopicCache<string>(feed, 'credentials');
+    expect(
+      await cache.get('k', async () => {
+        feed.change();
+        return 'stale';
+      }),
+    ).toBe('stale');
+    expect(await cache.get('k', async () => 'fresh')).toBe('fresh');
+    expect(await cache.get('u', async () => 'unknown', (v) => v !== 'unknown')).toBe('unknown');
+    expect(await cache.get('u', async () => 'known')).toBe('known');
+  });
+
+  it('holds at most its bound, dropping the oldest first', async () => {
+    const cache = new TopicCache<string>(feedStub(), 'credentials', 2);
+    await cache.get('a', async () => 'a1');
+    await cache.get('b', async () => 'b1');
+    await cache.get('c', async () => 'c1');
+    expect(await cache.get('a', async () => 'a2')).toBe('a2');
+    expect(await cache.get('c', async () => 'c2')).toBe('c1');
+  });
+});
