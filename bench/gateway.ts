@@ -1,13 +1,23 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Fastify from 'fastify';
 import proxy from '@fastify/http-proxy';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.js';
+import { createCore } from '../src/core.js';
+import { buildGatewayApp } from '../src/gateway/gateway-app.js';
 import { sql } from '../src/store/sql.js';
 import { createLegacyKey } from '../src/gateway/legacy-keys.js';
-import { measure, startBenchServer, benchEachBackend, type Backend } from './lib.js';
+import { freePort } from '../test/helpers/ports.js';
+import { measure, startBenchServer, benchEachBackend, POSTGRES_URL, type Backend, type Measurement } from './lib.js';
 
 /*
  * The cost of translation: a v2 single-record GET through the gateway, against the same record
- * through a plain @fastify/http-proxy passthrough to the core and against direct v4; and a v2
- * full-list GET at 5,000 employees against a client walking the v4 pages itself.
+ * through nginx (Debian's package) and @fastify/http-proxy as plain reverse proxies in front of the
+ * core, and against direct v4; and a v2 full-list GET at 5,000 employees against a client walking
+ * the v4 pages itself. On PostgreSQL also through the separate gateway process's code (HTTP to the core).
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -20,9 +30,76 @@ async function timeIt(times: number, work: () => Promise<void>): Promise<number>
   return Math.round((performance.now() - started) / times);
 }
 
+/** nginx as a plain reverse proxy (one worker, keep-alive to the upstream), config and logs in a temp dir. */
+async function startNginx(upstream: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
+  const port = await freePort();
+  const { host } = new URL(upstream);
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream core { server ${host}; keepalive 32; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://core;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+    }
+  }
+}
+`,
+  );
+  const child: ChildProcess = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: 'inherit' });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; !(await fetch(`${url}/healthz`).then((r) => r.ok, () => false)); i++) {
+    if (i > 50) throw new Error('nginx did not start (is Debian’s nginx installed? apt-get install -y nginx)');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    async stop() {
+      child.kill('SIGQUIT');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const urlOf = (app: { server: { address(): unknown } }) => `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+
+/** The separate gateway's app (v2 over HTTP to the core) on a second core of the same schema; PostgreSQL only. */
+async function startApartGateway(schema: string, upstream: string) {
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  const config = loadConfig({}, { databaseUrl: url.toString(), secretKey: 'b'.repeat(64), logLevel: 'silent' });
+  const core = await createCore(config, { logger: pino({ level: 'silent' }) });
+  const app = await buildGatewayApp(core, upstream);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    url: urlOf(app),
+    async stop() {
+      await app.close();
+      await core.close();
+    },
+  };
+}
+
 async function run(backend: Backend) {
   const server = await startBenchServer(backend);
   const passthrough = Fastify();
+  const nginx = await startNginx(server.baseUrl);
+  const apart = server.schema ? await startApartGateway(server.schema, server.baseUrl) : undefined;
   try {
     const { core, demo } = server;
     await core.db.query(sql`
@@ -38,12 +115,15 @@ async function run(backend: Backend) {
     const v4Key = demo.apiKeys.admin;
     await passthrough.register(proxy, { upstream: server.baseUrl, prefix: '/v4', rewritePrefix: '/v4' });
     await passthrough.listen({ host: '127.0.0.1', port: 0 });
-    const proxyUrl = `http://127.0.0.1:${(passthrough.server.address() as { port: number }).port}`;
+    const proxyUrl = urlOf(passthrough);
     const id = demo.employees.dana;
 
     const v2 = await measure(`${server.baseUrl}/v2/employees/${id}`, { 'x-api-key': legacy.rawKey! }, SECONDS);
+    const v2Apart = apart ? await measure(`${apart.url}/v2/employees/${id}`, { 'x-api-key': legacy.rawKey! }, SECONDS) : undefined;
+    const viaNginx = await measure(`${nginx.url}/v4/employees/${id}`, { 'x-api-key': v4Key }, SECONDS);
     const plain = await measure(`${proxyUrl}/v4/employees/${id}`, { 'x-api-key': v4Key }, SECONDS);
     const direct = await measure(`${server.baseUrl}/v4/employees/${id}`, { 'x-api-key': v4Key }, SECONDS);
+    const toNginx = (m: Measurement) => (m.requestsPerSecond / viaNginx.requestsPerSecond).toFixed(2);
 
     const v2List = await timeIt(WALKS, async () => {
       const response = await fetch(`${server.baseUrl}/v2/employees`, { headers: { 'x-api-key': legacy.rawKey! } });
@@ -63,21 +143,27 @@ async function run(backend: Backend) {
       } while (cursor);
       if (count < EMPLOYEES) throw new Error(`v4 walk returned ${count}`);
     });
+    const row = (label: string, m: Measurement) => [backend, label, m.requestsPerSecond, m.p50, m.p99, m.errors, toNginx(m)];
     return [
-      [backend, 'GET one employee: v2 through the gateway', v2.requestsPerSecond, v2.p50, v2.p99, v2.errors],
-      [backend, 'GET one employee: v4 through @fastify/http-proxy', plain.requestsPerSecond, plain.p50, plain.p99, plain.errors],
-      [backend, 'GET one employee: v4 direct', direct.requestsPerSecond, direct.p50, direct.p99, direct.errors],
-      [backend, 'ratio v2 ÷ plain passthrough', (v2.requestsPerSecond / plain.requestsPerSecond).toFixed(2), '', '', ''],
-      [backend, `full list of ${EMPLOYEES + 6}: v2 bare array (ms per list, mean of ${WALKS})`, '', v2List, '', 0],
-      [backend, `full list of ${EMPLOYEES + 6}: client walks v4 pages (ms per list, mean of ${WALKS})`, '', v4Walk, '', 0],
+      row('GET one employee: v2 through the gateway (in the core’s process)', v2),
+      ...(v2Apart ? [row('GET one employee: v2 through the separate gateway (HTTP to the core)', v2Apart)] : []),
+      row('GET one employee: v4 through nginx', viaNginx),
+      row('GET one employee: v4 through @fastify/http-proxy', plain),
+      row('GET one employee: v4 direct', direct),
+      [backend, 'ratio v2 ÷ @fastify/http-proxy passthrough', (v2.requestsPerSecond / plain.requestsPerSecond).toFixed(2), '', '', '', ''],
+      [backend, `full list of ${EMPLOYEES + 6}: v2 bare array (ms per list, mean of ${WALKS})`, '', v2List, '', 0, ''],
+      [backend, `full list of ${EMPLOYEES + 6}: client walks v4 pages (ms per list, mean of ${WALKS})`, '', v4Walk, '', 0, ''],
     ];
   } finally {
+    await apart?.stop();
+    await nginx.stop();
     await passthrough.close();
     await server.close();
   }
 }
 
-await benchEachBackend('gateway', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
-    `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback. The gateway and the core share one process (the default deployment); the plain passthrough is a second Fastify app in the benchmark process.`,
+await benchEachBackend('gateway', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors', '÷ nginx'], run, [
+    `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback. The in-process gateway shares the core’s process (the default deployment); nginx (Debian’s package, one worker, keep-alive upstream) runs as its own process; @fastify/http-proxy and the separate gateway’s app run in the benchmark process, in front of the same core.`,
+    '÷ nginx: req/s of the row over req/s through nginx → v4, same store, same run. Proxies add a hop to the core; the in-process gateway does not.',
     'Target (issue 3): a translated v2 call at ≥ 0.9× the throughput of the plain passthrough, in the same run.',
   ]);

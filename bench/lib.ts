@@ -17,6 +17,8 @@ export const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgr
 
 export interface BenchServer {
   core: Core;
+  /** The throwaway PostgreSQL schema (undefined on PGlite). */
+  schema: string | undefined;
   demo: DemoData;
   baseUrl: string;
   close(): Promise<void>;
@@ -44,6 +46,7 @@ export async function startBenchServer(backend: Backend): Promise<BenchServer> {
   const { port } = app.server.address() as { port: number };
   return {
     core,
+    schema,
     demo,
     baseUrl: `http://127.0.0.1:${port}`,
     async close() {
@@ -54,6 +57,36 @@ export async function startBenchServer(backend: Backend): Promise<BenchServer> {
         await admin.end();
       }
     },
+  };
+}
+
+const MCP_PROTOCOL_VERSION = '2025-11-25';
+
+/**
+ * Opens an MCP session (initialize, initialized) and answers the headers and body of one tools/call
+ * in it, for a load generator to repeat.
+ */
+export async function openMcpSession(
+  mcpUrl: string,
+  key: Record<string, string>,
+  call: { name: string; arguments: Record<string, unknown> },
+): Promise<{ callHeaders: Record<string, string>; body: string }> {
+  const headers = { ...key, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const post = (body: unknown, extra: Record<string, string> = {}) =>
+    fetch(mcpUrl, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
+  const init = await post({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: MCP_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
+  });
+  const sessionId = init.headers.get('mcp-session-id');
+  await init.arrayBuffer();
+  if (!sessionId) throw new Error(`initialize answered ${init.status} without a session`);
+  await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': sessionId })).arrayBuffer();
+  return {
+    callHeaders: { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': MCP_PROTOCOL_VERSION },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call }),
   };
 }
 

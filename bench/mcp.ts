@@ -1,4 +1,4 @@
-import { measure, startBenchServer, benchEachBackend, type Backend } from './lib.js';
+import { measure, openMcpSession, startBenchServer, benchEachBackend, type Backend } from './lib.js';
 
 /*
  * The cost of the MCP layer: tools/call get_employee in an open session (JSON-RPC over
@@ -7,24 +7,6 @@ import { measure, startBenchServer, benchEachBackend, type Backend } from './lib
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const PROTOCOL_VERSION = '2025-11-25';
-
-async function openSession(mcpUrl: string, headers: Record<string, string>): Promise<string> {
-  const post = (body: unknown, extra: Record<string, string> = {}) =>
-    fetch(mcpUrl, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
-  const init = await post({
-    jsonrpc: '2.0',
-    id: 0,
-    method: 'initialize',
-    params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
-  });
-  const sessionId = init.headers.get('mcp-session-id');
-  await init.arrayBuffer();
-  if (!sessionId) throw new Error(`initialize answered ${init.status} without a session`);
-  await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': sessionId })).arrayBuffer();
-  return sessionId;
-}
-
 async function run(backend: Backend) {
   const server = await startBenchServer(backend);
   try {
@@ -32,10 +14,7 @@ async function run(backend: Backend) {
     const id = demo.employees.dana;
     const key = { 'x-api-key': demo.apiKeys.admin };
     const mcpUrl = `${server.baseUrl}/mcp`;
-    const mcpHeaders = { ...key, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const sessionId = await openSession(mcpUrl, mcpHeaders);
-    const callHeaders = { ...mcpHeaders, 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION };
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_employee', arguments: { id } } });
+    const { callHeaders, body } = await openMcpSession(mcpUrl, key, { name: 'get_employee', arguments: { id } });
 
     // The call must answer the employee, not an error result, before its speed means anything.
     const probe = (await (await fetch(mcpUrl, { method: 'POST', headers: callHeaders, body })).json()) as {

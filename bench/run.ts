@@ -1,6 +1,10 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { machine } from './lib.js';
 
-/** `npm run bench [-- name…]`: runs every benchmark (or the named ones); each writes bench/results/<name>.md. */
+/**
+ * `npm run bench [-- name…]`: runs every benchmark (or the named ones); each writes
+ * bench/results/<name>.md, and bench/RESULTS.md gathers them all, the latest of each.
+ */
 const available = readdirSync(new URL('.', import.meta.url))
   .filter((f) => f.endsWith('.ts') && !['lib.ts', 'run.ts'].includes(f))
   .map((f) => f.replace(/\.ts$/, ''));
@@ -14,3 +18,26 @@ for (const name of wanted.length > 0 ? wanted : available) {
   console.error(`== ${name}`);
   await import(`./${name}.ts`);
 }
+
+// Each result file opens with `# name`; in RESULTS.md it is a section under one heading.
+const sections = available.flatMap((name) => {
+  try {
+    return [readFileSync(new URL(`./results/${name}.md`, import.meta.url), 'utf8').trim().replace(/^# /, '## ')];
+  } catch {
+    return [];
+  }
+});
+writeFileSync(
+  new URL('./RESULTS.md', import.meta.url),
+  [
+    '# Benchmark results',
+    '',
+    `- Command: \`npm run bench\` (every benchmark; \`npm run bench -- <name>\` runs one and refreshes its section)`,
+    `- Machine: ${machine()}`,
+    `- Assembled: ${new Date().toISOString().slice(0, 10)}${process.env.BENCH_SECONDS ? `, BENCH_SECONDS=${process.env.BENCH_SECONDS}` : ''}`,
+    '- Each section gives its own command, date, medians (p50) and ratios; autocannon always runs in a separate process.',
+    '',
+    ...sections.flatMap((section) => [section, '']),
+  ].join('\n'),
+);
+console.error('== wrote bench/RESULTS.md');

@@ -128,7 +128,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
     );
     const now = options.now ?? (() => new Date());
     const oauth = createOAuthServer({ config, db, secretKey, now });
-    const shared = await openSharedState(config, logger, metrics.registry);
+    const shared = await openSharedState(config, logger, metrics.registry, () => now().getTime());
     return {
       config,
       db,

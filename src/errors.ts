@@ -19,6 +19,18 @@ export class AppError extends Error {
   }
 }
 
+/** A dependency is out of reach for a moment: 503 with Retry-After, never a 500, so the caller retries. */
+export class ServiceUnavailable extends AppError {
+  constructor(
+    code: string,
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(503, code, message);
+    this.name = 'ServiceUnavailable';
+  }
+}
+
 export const badRequest = (code: string, message: string, details?: unknown) => new AppError(400, code, message, details);
 export const unauthorized = (code: string, message: string) => new AppError(401, code, message);
 export const forbidden = (code: string, message: string, details?: unknown) => new AppError(403, code, message, details);

@@ -1,4 +1,5 @@
 import type { Core } from '../core.js';
+import { callUpstream } from '../http/upstream.js';
 import { operationByName } from '../operations/index.js';
 import { upstreamFailure } from './v2-routes.js';
 import type { V4Client, V4Envelope } from './v4-client.js';
@@ -30,7 +31,7 @@ function isEnvelope(body: unknown): body is V4Envelope {
 
 /**
  * The v4 client of the separate gateway process: the same calls as the in-process client, over
- * HTTP to the core. fetch keeps connections to the core alive between calls.
+ * HTTP to the core, on kept-alive connections; a call past the timeout closes its own (see callUpstream).
  */
 export function httpV4Client(core: Core, upstreamUrl: string, requestId: string, timeoutMs = core.config.legacyV2TimeoutMs): V4Client {
   const base = upstreamUrl.replace(/\/+$/, '');
@@ -42,10 +43,10 @@ export function httpV4Client(core: Core, upstreamUrl: string, requestId: string,
       const { path, rest } = requestOf(op.path, input);
       const hasBody = op.method !== 'GET';
       const upstream = { kind: 'v4', name: 'The v4 core', call: `${op.method} ${op.path}`, timeoutMs };
-      let response: Response;
+      let status: number;
       let body: unknown;
       try {
-        response = await fetch(`${base}${path}${hasBody ? '' : queryString(rest)}`, {
+        const response = await callUpstream(`${base}${path}${hasBody ? '' : queryString(rest)}`, {
           method: op.method,
           headers: {
             'x-api-key': apiKey,
@@ -54,15 +55,16 @@ export function httpV4Client(core: Core, upstreamUrl: string, requestId: string,
             ...(hasBody ? { 'content-type': 'application/json' } : {}),
           },
           ...(hasBody ? { body: JSON.stringify(rest) } : {}),
-          signal: AbortSignal.timeout(timeoutMs),
+          timeoutMs,
         });
-        body = await response.json();
+        status = response.status;
+        body = JSON.parse(response.text);
       } catch (error) {
         throw upstreamFailure(core, error, upstream);
       }
       // Anything but a v4 envelope (a proxy's error page, say) means the core was not the one answering.
       if (!isEnvelope(body)) throw upstreamFailure(core, new Error('not a v4 envelope'), upstream);
-      return { status: response.status, body };
+      return { status, body };
     },
   };
 }

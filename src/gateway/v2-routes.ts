@@ -1,8 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_KEY_PREFIX, hashSecret } from '../access/api-keys.js';
 import type { Core } from '../core.js';
-import { AppError, forbidden, unauthorized } from '../errors.js';
+import { AppError, forbidden, ServiceUnavailable, unauthorized } from '../errors.js';
 import { restInput } from '../http/rest.js';
+import { callUpstream } from '../http/upstream.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { operationByName } from '../operations/index.js';
 import { deprecationVerdict } from './deprecation.js';
@@ -131,7 +132,7 @@ async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest
   const url = `${legacyV2Upstream.replace(/\/+$/, '')}${request.url.slice(core.mappings.sunset.prefix.length)}`;
   const hasBody = route.method !== 'GET';
   try {
-    const response = await fetch(url, {
+    const response = await callUpstream(url, {
       method: route.method,
       headers: {
         'x-api-key': rawKey,
@@ -140,9 +141,9 @@ async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest
         ...(hasBody ? { 'content-type': 'application/json' } : {}),
       },
       ...(hasBody ? { body: JSON.stringify(request.body ?? {}) } : {}),
-      signal: AbortSignal.timeout(legacyV2TimeoutMs),
+      timeoutMs: legacyV2TimeoutMs,
     });
-    return { status: response.status, body: await response.text(), contentType: response.headers.get('content-type') ?? 'application/json' };
+    return { status: response.status, body: response.text, contentType: response.contentType ?? 'application/json' };
   } catch (error) {
     throw upstreamFailure(core, error, { kind: 'legacy_v2', name: 'The legacy v2 API', call: `${route.method} ${route.path}`, timeoutMs: legacyV2TimeoutMs });
   }
@@ -192,6 +193,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
       errorHandler: (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
         const appError = asAppError(error);
         if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
+        if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
         void reply.status(appError.status).send(v2ErrorBody(appError));
       },
       handler: async (request, reply) => {

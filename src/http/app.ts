@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
-import { AppError } from '../errors.js';
+import { AppError, ServiceUnavailable } from '../errors.js';
 import { registerRestRoutes } from './rest.js';
 import { registerDocs } from './openapi.js';
 import { registerV2Routes, v2ErrorBody } from '../gateway/v2-routes.js';
@@ -9,7 +9,6 @@ import { refuseLegacyKeysOnV4 } from '../gateway/legacy-key-guard.js';
 import { registerOAuthRoutes } from '../oauth/routes.js';
 import { registerPages } from '../pages/index.js';
 import { registerMcp } from '../mcp/endpoint.js';
-import { SharedStateUnavailable } from '../shared-state/index.js';
 import { readiness } from './health.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -75,7 +74,7 @@ export function baseApp(core: Core): FastifyInstance {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error);
     if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
-    if (appError instanceof SharedStateUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
+    if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
     void reply.status(appError.status).send(errorBody(request.id, appError.code, appError.message, appError.details));
   });
 

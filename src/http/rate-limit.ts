@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
-import { errorBody } from './app.js';
+import { AppError } from '../errors.js';
 
 export interface RateLimitRule {
   /** Names the limit in the 429 message, the metric label and the bucket keys, e.g. "oauth_token". */
@@ -17,9 +17,10 @@ export interface RateLimitRule {
 }
 
 /**
- * A preHandler that answers 429 with Retry-After and the v4 error envelope once a caller exceeds
- * `rule`. Counted in core.shared, so the limit holds across instances with Redis (and falls back
- * to per-process counting, never to no limit, while Redis is down).
+ * A preHandler that fails with 429 (Retry-After set on the reply) once a caller exceeds `rule`:
+ * the v4 error envelope from the app's error handler, the form again on a page. Counted in
+ * core.shared, so the limit holds across instances with Redis (and falls back to per-process
+ * counting, never to no limit, while Redis is down).
  */
 export function rateLimited(core: Core, rule: RateLimitRule) {
   // Identities (IPs, client ids, usernames) are keyed by an HMAC, never stored in clear in Redis.
@@ -39,15 +40,12 @@ export function rateLimited(core: Core, rule: RateLimitRule) {
     const retryAfter = Math.max(...refused.map(({ result }) => result.retryAfterSeconds));
     const per = refused.map(({ kind }) => kind).join(' and ');
     core.metrics.http.recordRateLimited(rule.name);
-    return reply
-      .status(429)
-      .header('retry-after', String(retryAfter))
-      .send(
-        errorBody(
-          request.id,
-          'rate_limited',
-          `Too many requests: the ${rule.name} limit allows ${rule.limit} per ${rule.windowSeconds} s per ${per}; retry after ${retryAfter} s`,
-        ),
-      );
+    void reply.header('retry-after', String(retryAfter));
+    // Thrown, not sent: each error handler answers in its surface's shape (the v4 envelope, a page).
+    throw new AppError(
+      429,
+      'rate_limited',
+      `Too many requests: the ${rule.name} limit allows ${rule.limit} per ${rule.windowSeconds} s per ${per}; retry after ${retryAfter} s`,
+    );
   };
 }

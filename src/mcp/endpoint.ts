@@ -11,20 +11,15 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../access/principal.js';
 import type { Core } from '../core.js';
-import { AppError } from '../errors.js';
+import { AppError, ServiceUnavailable } from '../errors.js';
 import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';
 import { isOAuthScope } from '../oauth/scopes.js';
 import { MCP_PATH, publicBaseUrl, registerProtectedResourceMetadata, resourceMetadataUrl } from './discovery.js';
 import { createMcpMetrics } from './metrics.js';
 import { canElicit, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
-import { InMemorySessionStore, newSessionId, principalBinding, type McpSession, type SessionStore } from './sessions.js';
+import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
 import { canCall, toolOperation } from './tools.js';
-
-export interface McpOptions {
-  /** Where sessions live; in-process by default (a shared store lets several instances serve one session). */
-  sessions?: SessionStore;
-}
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -109,53 +104,64 @@ function wantsApproval(session: McpSession, requests: JSONRPCRequest[]): boolean
   return requests.some((r) => r.method === 'tools/call' && toolOperation(String(r.params?.name))?.readOnly === false);
 }
 
-export async function registerMcp(app: FastifyInstance, core: Core, options: McpOptions = {}): Promise<void> {
-  const sessions = options.sessions ?? new InMemorySessionStore(() => core.now().getTime());
+export async function registerMcp(app: FastifyInstance, core: Core): Promise<void> {
+  // Session records live in the shared state, so any instance serves any session's next request.
+  const sessions = sharedSessionStore(core.shared);
   const replies = new ClientReplies();
   const metrics = createMcpMetrics(core.metrics.registry);
   registerProtectedResourceMetadata(app, core);
 
   // Pending approvals would otherwise hold their streams (and the close) open until they time out.
   app.addHook('preClose', async () => replies.end());
-  app.addHook('onClose', async () => sessions.close());
 
   app.route({
     method: ['GET', 'POST', 'DELETE'],
     url: MCP_PATH,
     handler: async (request, reply) => {
-      if (!originAllowed(core, header(request, 'origin'))) {
-        return refuse(reply, 403, `Origin ${header(request, 'origin')} may not use this MCP endpoint`);
-      }
-      let principal: Principal;
       try {
-        principal = await core.auth.authenticate(request.headers, 'mcp');
+        return await handle(request, reply);
       } catch (error) {
-        if (!(error instanceof AppError) || error.status !== 401) throw error;
-        const invalidToken = header(request, 'authorization') === undefined ? '' : 'error="invalid_token", ';
-        void reply.header(
-          'www-authenticate',
-          `Bearer ${invalidToken}resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`,
-        );
-        return refuse(reply, 401, error.message, SERVER_ERROR, { code: error.code });
+        if (!(error instanceof ServiceUnavailable) || reply.sent) throw error;
+        // Sessions unreachable while Redis reconnects (or another dependency down): a JSON-RPC refusal to retry.
+        void reply.header('retry-after', String(error.retryAfterSeconds));
+        return refuse(reply, 503, error.message, SERVER_ERROR, { code: error.code });
       }
-      if (request.method === 'GET') {
-        // No server-initiated messages outside a request: the spec lets us decline the GET stream.
-        return refuse(reply.header('allow', 'POST, DELETE'), 405, 'This server offers no GET stream; POST JSON-RPC messages');
-      }
-      const protocolVersion = header(request, 'mcp-protocol-version');
-      if (protocolVersion !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
-        return refuse(reply, 400, `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${PROTOCOL_VERSIONS.join(', ')}`);
-      }
-      if (request.method === 'DELETE') {
-        const session = await boundSession(request, reply, principal);
-        if (!session) return reply;
-        await sessions.delete(session.id);
-        replies.end(session.id);
-        return reply.status(204).send();
-      }
-      return post(request, reply, principal);
     },
   });
+
+  async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    if (!originAllowed(core, header(request, 'origin'))) {
+      return refuse(reply, 403, `Origin ${header(request, 'origin')} may not use this MCP endpoint`);
+    }
+    let principal: Principal;
+    try {
+      principal = await core.auth.authenticate(request.headers, 'mcp');
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status !== 401) throw error;
+      const invalidToken = header(request, 'authorization') === undefined ? '' : 'error="invalid_token", ';
+      void reply.header(
+        'www-authenticate',
+        `Bearer ${invalidToken}resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`,
+      );
+      return refuse(reply, 401, error.message, SERVER_ERROR, { code: error.code });
+    }
+    if (request.method === 'GET') {
+      // No server-initiated messages outside a request: the spec lets us decline the GET stream.
+      return refuse(reply.header('allow', 'POST, DELETE'), 405, 'This server offers no GET stream; POST JSON-RPC messages');
+    }
+    const protocolVersion = header(request, 'mcp-protocol-version');
+    if (protocolVersion !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
+      return refuse(reply, 400, `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${PROTOCOL_VERSIONS.join(', ')}`);
+    }
+    if (request.method === 'DELETE') {
+      const session = await boundSession(request, reply, principal);
+      if (!session) return reply;
+      await sessions.delete(session.id);
+      replies.end(session.id);
+      return reply.status(204).send();
+    }
+    return post(request, reply, principal);
+  }
 
   /** The session the request names, if it exists and belongs to this principal; otherwise the refusal is sent. */
   async function boundSession(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<McpSession | undefined> {

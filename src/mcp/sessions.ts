@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientCapabilities, Implementation } from '@modelcontextprotocol/sdk/types.js';
 import type { Principal } from '../access/principal.js';
+import type { SharedState } from '../shared-state/index.js';
 
 /**
  * What an MCP session is, as plain data: no transport or server object lives in it, so any
@@ -20,9 +21,8 @@ export interface SessionStore {
   create(session: McpSession): Promise<void>;
   /** The live session, its idle clock restarted; undefined when unknown, ended or expired. */
   get(id: string): Promise<McpSession | undefined>;
-  /** Ends the session; false when there was none. */
-  delete(id: string): Promise<boolean>;
-  close(): Promise<void>;
+  /** Ends the session (nothing happens when there was none). */
+  delete(id: string): Promise<void>;
 }
 
 /** 256 bits from the CSPRNG, URL-safe: a session id cannot be guessed. */
@@ -43,49 +43,29 @@ export function principalBinding(principal: Principal): string {
   }
 }
 
-export const DEFAULT_SESSION_IDLE_MS = 60 * 60 * 1000;
+/** A session nobody used for this long is gone: its client initializes again. */
+export const DEFAULT_SESSION_IDLE_SECONDS = 60 * 60;
 
-/** One process's sessions; idle ones expire. The Redis store (shared state) takes its place for several instances. */
-export class InMemorySessionStore implements SessionStore {
-  private readonly sessions = new Map<string, { session: McpSession; lastSeen: number }>();
-  private readonly sweeper: NodeJS.Timeout;
+const sessionKey = (id: string) => `mcp:session:${id}`;
 
-  constructor(
-    private readonly now: () => number,
-    private readonly idleMs = DEFAULT_SESSION_IDLE_MS,
-  ) {
-    // A sweep bounds memory held by sessions their clients abandoned without DELETE.
-    this.sweeper = setInterval(() => this.sweep(), Math.min(idleMs, 60_000));
-    this.sweeper.unref();
-  }
-
-  async create(session: McpSession): Promise<void> {
-    this.sessions.set(session.id, { session, lastSeen: this.now() });
-  }
-
-  async get(id: string): Promise<McpSession | undefined> {
-    const entry = this.sessions.get(id);
-    if (!entry) return undefined;
-    const now = this.now();
-    if (now - entry.lastSeen > this.idleMs) {
-      this.sessions.delete(id);
-      return undefined;
-    }
-    entry.lastSeen = now;
-    return entry.session;
-  }
-
-  async delete(id: string): Promise<boolean> {
-    return this.sessions.delete(id);
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.sweeper);
-    this.sessions.clear();
-  }
-
-  private sweep(): void {
-    const now = this.now();
-    for (const [id, entry] of this.sessions) if (now - entry.lastSeen > this.idleMs) this.sessions.delete(id);
-  }
+/**
+ * Sessions as JSON records in the shared state, expiring when idle: with Redis every instance
+ * serves every session; without it the process's own store serves the single instance. The id
+ * alone grants nothing (a session answers only the principal it is bound to), so it is kept as is.
+ * Every method throws SharedStateUnavailable while Redis is down.
+ */
+export function sharedSessionStore(shared: SharedState, idleSeconds = DEFAULT_SESSION_IDLE_SECONDS): SessionStore {
+  return {
+    async create(session) {
+      await shared.set(sessionKey(session.id), JSON.stringify(session), idleSeconds);
+    },
+    async get(id) {
+      // One round trip: restarting the idle clock of a missing key does nothing.
+      const [record] = await Promise.all([shared.get(sessionKey(id)), shared.touch(sessionKey(id), idleSeconds)]);
+      return record === undefined ? undefined : (JSON.parse(record) as McpSession);
+    },
+    async delete(id) {
+      await shared.delete(sessionKey(id));
+    },
+  };
 }

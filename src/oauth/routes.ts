@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../core.js';
+import { rateLimited } from '../http/rate-limit.js';
+import { observeOAuth } from './metrics.js';
 import { OAUTH_PATHS, type OAuthServer } from './provider.js';
 import { OAUTH_SCOPES } from './scopes.js';
 
@@ -21,24 +23,45 @@ export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) 
   };
 }
 
+/** Token requests per minute: per address, and per client however many addresses it uses. */
+export const TOKEN_LIMITS = { perClient: 30, perIp: 120, windowSeconds: 60 } as const;
+
+/** The client_id of a token request's form body (public clients send it there), if readable. */
+function clientIdOf(body: unknown): string | undefined {
+  if (!Buffer.isBuffer(body)) return undefined;
+  return new URLSearchParams(body.toString('utf8')).get('client_id') ?? undefined;
+}
+
 /**
  * Serves the authorization server: its metadata, and oidc-provider (a Koa app) on /api/oauth/*.
- * The provider reads its own request bodies, so its routes parse none.
+ * The provider reads its own request bodies; only registration and token requests are read here
+ * first (to adjust the metadata, to rate-limit per client), and handed over already read.
  */
 export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Promise<void> {
   const { oauth } = core;
   app.get('/.well-known/oauth-authorization-server', async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=300').send(authorizationServerMetadata(oauth)),
   );
-  const handle = (await oauth.provider()).callback();
-  // Registration metadata is adjusted before oidc-provider sees it (RFC 7591 lets the server do so):
-  // - no token_endpoint_auth_method means a public client here; RFC 7591 would default it to
-  //   client_secret_basic, and oidc-provider would issue a secret nobody may use;
-  // - a registered `scope` is dropped: MCP clients register the resource's scopes, which oidc-provider
-  //   checks against its OpenID scopes; what a client gets is decided by consent and the five-scope ceiling.
+  const provider = await oauth.provider();
+  observeOAuth(provider, core.metrics.registry);
+  const handle = provider.callback();
+  // Code and refresh-token guessing.
+  const { perClient, perIp, windowSeconds } = TOKEN_LIMITS;
+  const limitTokenPerIp = rateLimited(core, { name: 'oauth_token', limit: perIp, windowSeconds, key: (request) => ({ ip: request.ip }) });
+  const limitTokenPerClient = rateLimited(core, {
+    name: 'oauth_token',
+    limit: perClient,
+    windowSeconds,
+    key: (request) => ({ client: clientIdOf(request.body) }),
+  });
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    // Registration metadata is adjusted before oidc-provider sees it (RFC 7591 lets the server do so):
+    // - no token_endpoint_auth_method means a public client here; RFC 7591 would default it to
+    //   client_secret_basic, and oidc-provider would issue a secret nobody may use;
+    // - a registered `scope` is dropped: MCP clients register the resource's scopes, which oidc-provider
+    //   checks against its OpenID scopes; what a client gets is decided by consent and the five-scope ceiling.
     scope.post(OAUTH_PATHS.registration, async (request, reply) => {
       const raw = request.body as Buffer;
       let metadata: unknown;
@@ -51,6 +74,12 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
       const adjusted = isObject ? { token_endpoint_auth_method: 'none', ...(metadata as Record<string, unknown>), scope: undefined } : undefined;
       // oidc-provider reads an already-read body from req.body (and warns once that it did).
       Object.assign(request.raw, { body: adjusted ? Buffer.from(JSON.stringify(adjusted)) : raw });
+      reply.hijack();
+      await handle(request.raw, reply.raw);
+    });
+    scope.post(OAUTH_PATHS.token, { preHandler: [limitTokenPerIp, limitTokenPerClient] }, async (request, reply) => {
+      // Read here for the per-client limit; oidc-provider takes the already-read body from req.body.
+      Object.assign(request.raw, { body: request.body });
       reply.hijack();
       await handle(request.raw, reply.raw);
     });

@@ -5,9 +5,10 @@ import { CAPABILITY_LABELS, CapabilitySchema, ROLE_CEILING, type Capability } fr
 import { decoyPasswordHash, passwordMatches } from '../access/passwords.js';
 import type { UserRow } from '../access/principal.js';
 import type { Core } from '../core.js';
+import { rateLimited } from '../http/rate-limit.js';
 import { mintKeyForUser } from '../domain/admin.js';
 import { sql } from '../store/sql.js';
-import { notFound, validationError } from '../errors.js';
+import { AppError, notFound, validationError } from '../errors.js';
 import { html, page, type Html } from './html.js';
 import type { Sessions } from './session.js';
 
@@ -49,8 +50,27 @@ function signInForm(csrfToken: string, returnTo: string, error?: string): Html {
 <p><button type="submit">Sign in</button></p></form>`;
 }
 
+/**
+ * Sign-in tries per minute. Per account it is what slows a guesser down across any number of
+ * addresses, with room for a person (or a test suite) signing in again and again; per address it
+ * caps one source trying many accounts.
+ */
+export const SIGN_IN_LIMITS = { perEmail: 20, perIp: 30, windowSeconds: 60 } as const;
+
+/** The email a sign-in form tries, as the account is looked up (case-insensitively). */
+function triedEmail(body: unknown): string | undefined {
+  const email = (body as Record<string, unknown> | undefined)?.email;
+  return typeof email === 'string' ? email.trim().toLowerCase() : undefined;
+}
+
 export function registerAccountPages(app: FastifyInstance, ctx: PageContext): void {
   const { core, sessions } = ctx;
+  // Password guessing: per address, and per account however many addresses try it.
+  const { perEmail, perIp, windowSeconds } = SIGN_IN_LIMITS;
+  const signInLimits = [
+    rateLimited(core, { name: 'sign_in', limit: perIp, windowSeconds, key: (request) => ({ ip: request.ip }) }),
+    rateLimited(core, { name: 'sign_in', limit: perEmail, windowSeconds, key: (request) => ({ email: triedEmail(request.body) }) }),
+  ];
 
   app.get('/app', async (_request, reply) => reply.redirect('/app/developers/api-keys', 303));
 
@@ -63,6 +83,14 @@ export function registerAccountPages(app: FastifyInstance, ctx: PageContext): vo
     sessions.checkCsrf(request);
     const form = SignInForm.safeParse(request.body);
     const returnTo = safeReturnPath(form.success ? form.data.return : undefined);
+    try {
+      for (const limit of signInLimits) await limit(request, reply);
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status !== 429) throw error;
+      // The form again, with Retry-After set: the user reads when to try again where they typed.
+      const wait = `Too many sign-in attempts. Wait ${String(reply.getHeader('retry-after'))} seconds, then try again.`;
+      return sendPage(reply, 'Sign in', signInForm(sessions.csrfToken(request, reply), returnTo, wait), undefined, undefined, 429);
+    }
     const user = form.success ? await verifyPassword(core, form.data.email, form.data.password) : undefined;
     if (!user) {
       const body = signInForm(sessions.csrfToken(request, reply), returnTo, 'Wrong email or password, or the account is disabled.');

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { ServiceUnavailable } from '../errors.js';
 
 /*
  * State that every instance of the service must see alike: rate-limit counters and short-lived
@@ -46,11 +46,9 @@ export interface SharedState {
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 /** The shared store cannot answer; HTTP callers answer 503 with Retry-After: retryAfterSeconds. */
-export class SharedStateUnavailable extends AppError {
-  readonly retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS;
-
+export class SharedStateUnavailable extends ServiceUnavailable {
   constructor(reason: string) {
-    super(503, 'shared_state_unavailable', `The shared state store (Redis) is unavailable: ${reason}. Retry shortly`);
+    super('shared_state_unavailable', `The shared state store (Redis) is unavailable: ${reason}. Retry shortly`, UNAVAILABLE_RETRY_AFTER_SECONDS);
     this.name = 'SharedStateUnavailable';
   }
 }

@@ -1,6 +1,7 @@
 import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Sql } from './sql.js';
+import { ServiceUnavailable } from '../errors.js';
+import { sql, type Sql } from './sql.js';
 
 /** Something that runs parameterised SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -122,6 +123,31 @@ async function openPglite(dataDir: string): Promise<Db> {
 }
 
 const RECONNECT_DELAYS_MS = [100, 500, 1000, 2000, 5000];
+
+/** The pool reconnects on the next query; a client may retry about this soon. */
+const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+export class DatabaseUnavailable extends ServiceUnavailable {
+  constructor() {
+    super('database_unavailable', 'The database connection was lost; the request was not completed. Retry shortly', DATABASE_RETRY_AFTER_SECONDS);
+    this.name = 'DatabaseUnavailable';
+  }
+}
+
+// SQLSTATE classes 08 (connection exception) and 57P01–57P03 (server shutting down or starting).
+const LOST_SQLSTATE = /^(08...|57P0[123])$/;
+const LOST_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
+// node-postgres reports a dropped socket, or a client it has given up on, by message alone.
+const LOST_MESSAGE = /^(Connection terminated|Client has encountered a connection error|Connection terminated due to connection timeout)/;
+
+/** A lost connection, not a failed statement, becomes DatabaseUnavailable (503); anything else is passed on as is. */
+function connectionLost(error: unknown): unknown {
+  const code = pgErrorCode(error);
+  const lost =
+    (code !== undefined && (LOST_SQLSTATE.test(code) || LOST_SOCKET.has(code))) ||
+    (error instanceof Error && LOST_MESSAGE.test(error.message));
+  return lost ? new DatabaseUnavailable() : error;
+}
 export const CHANGE_LISTENER_NAME = 'svc-change-listener';
 
 async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
@@ -147,22 +173,33 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   pool.on('error', () => undefined);
   const run = async <R>(target: { query: typeof pool.query }, statement: Sql) => {
     const { text, values } = statement.toQuery();
-    return (await target.query(text, values)).rows as R[];
+    try {
+      return (await target.query(text, values)).rows as R[];
+    } catch (error) {
+      throw connectionLost(error);
+    }
   };
+  // The pool only listens for errors of idle clients: a connection lost between two statements of a
+  // transaction would otherwise be an uncaught 'error' event, which ends the process.
+  const ignoreLost = () => undefined;
   return {
     kind: 'postgres',
     query: (statement) => run(pool, statement),
     transaction: async (work) => {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((error: unknown) => {
+        throw connectionLost(error);
+      });
+      client.on('error', ignoreLost);
       try {
-        await client.query('BEGIN');
+        await run(client as never, sql`BEGIN`);
         const result = await work({ query: (statement) => run(client as never, statement) });
-        await client.query('COMMIT');
+        await run(client as never, sql`COMMIT`);
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       } finally {
+        client.off('error', ignoreLost);
         client.release();
       }
     },

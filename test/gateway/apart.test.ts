@@ -3,14 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { loadConfig } from '../../src/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
-import { backends, client, TEST_SECRET_KEY, freePort } from '../helpers/harness.js';
+import { backends, client, TEST_SECRET_KEY, freePort, adminQuery } from '../helpers/harness.js';
 
 /*
  * The separate deployment: the core runs as its own process, the gateway in this one on the same
@@ -28,13 +27,6 @@ async function waitUntilUp(url: string): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 250));
   }
   return false;
-}
-
-async function adminQuery(text: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: inject('postgresUrl') });
-  await admin.connect();
-  await admin.query(text);
-  await admin.end();
 }
 
 describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from the core [%s]', () => {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
@@ -8,12 +7,26 @@ import { createCore, type Core, type CoreOptions } from '../../src/core.js';
 import { seedDemo, type DemoData } from '../../src/domain/demo.js';
 import { buildApp } from '../../src/http/app.js';
 import { pino } from 'pino';
+import { freePort } from './ports.js';
+
+export { freePort };
 
 export type Backend = 'pglite' | 'postgres';
 
 /** Every backend the suite runs on here; PostgreSQL is mandatory in CI (see global-setup). */
 export function backends(): Backend[] {
   return inject('postgresUrl') ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+/** Runs one statement on the test database as its owner (schemas, terminating backends). */
+export async function adminQuery(text: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+  await admin.connect();
+  try {
+    await admin.query(text);
+  } finally {
+    await admin.end();
+  }
 }
 
 export interface TestApp {
@@ -39,10 +52,7 @@ export async function startTestApp(
   if (backend === 'postgres') {
     databaseUrl = inject('postgresUrl');
     schema = `t_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: databaseUrl });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
+    await adminQuery(`CREATE SCHEMA ${schema}`);
   }
   const config = loadConfig({}, { dataDir: 'memory://', databaseUrl, secretKey: TEST_SECRET_KEY, logLevel: 'silent', ...options.config });
   const core = await createCore(config, { logger: pino({ level: 'silent' }), ...options.core, schema });
@@ -57,27 +67,11 @@ export async function startTestApp(
     async close() {
       await app.close();
       await core.close();
-      if (schema && databaseUrl) {
-        const admin = new pg.Client({ connectionString: databaseUrl });
-        await admin.connect();
-        await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-        await admin.end();
-      }
+      if (schema) await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
     },
   };
 }
 
-/** A loopback port free right now (for servers whose address must be configured before they listen). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 export interface ListeningTestApp extends TestApp {
   /** http://127.0.0.1:<port>: also the configured public base URL, so OAuth and MCP discovery URLs are exact. */

@@ -180,7 +180,7 @@ describe.each(backends())('get_tracking [%s]', (backend) => {
     const order = await shippedOrder(t);
     nock(COURIER)
       .get(trackingPath('DHL', order.outbound.trackingNumber))
-      .replyWithError({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' })
+      .replyWithError('connect ECONNREFUSED')
       .get(trackingPath('UPS', order.inbound.trackingNumber))
       .reply(503, 'Service Unavailable');
     const res = await tracking(order.id);

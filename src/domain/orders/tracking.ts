@@ -6,6 +6,7 @@ import type { Config } from '../../config.js';
 import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
+import { callUpstream } from '../../http/upstream.js';
 import type { OrderState } from './model.js';
 import { EVENT_ORDER } from './read.js';
 
@@ -62,7 +63,7 @@ function isTimeout(error: unknown): boolean {
 const messageOf = (error: unknown): string =>
   error instanceof Object && 'message' in error && typeof error.message === 'string' ? error.message : String(error);
 
-/** Why fetch failed: undici hides the socket error (ECONNREFUSED, …) in `cause`. */
+/** Why the call failed, with the socket error (ECONNREFUSED, …) where a cause holds it. */
 function failureDetail(error: unknown): string {
   const cause = error instanceof Error ? error.cause : undefined;
   return cause === undefined ? messageOf(error) : `${messageOf(error)}: ${messageOf(cause)}`;
@@ -76,15 +77,10 @@ export function courierClient(config: Pick<Config, 'courierApiUrl' | 'courierTim
     const url = `${base}/v1/tracking/${encodeURIComponent(carrier)}/${encodeURIComponent(trackingNumber)}`;
     let text: string;
     try {
-      const response = await fetch(url, {
-        headers: { accept: 'application/json' },
-        signal: AbortSignal.timeout(config.courierTimeoutMs),
-      });
-      if (response.status !== 200) {
-        await response.body?.cancel();
-        return failed('unavailable', `courier answered HTTP ${response.status}`);
-      }
-      text = await response.text();
+      // A call past the timeout closes its connection: a hung courier cannot pile sockets up.
+      const response = await callUpstream(url, { method: 'GET', headers: { accept: 'application/json' }, timeoutMs: config.courierTimeoutMs });
+      if (response.status !== 200) return failed('unavailable', `courier answered HTTP ${response.status}`);
+      text = response.text;
     } catch (error) {
       if (isTimeout(error)) return failed('timeout', `no answer within ${config.courierTimeoutMs} ms`);
       return failed('unavailable', failureDetail(error));
