@@ -15,7 +15,8 @@ export interface SvcResult {
   stderr: string;
 }
 
-const ENTRY = ['--import', 'tsx', 'cli/svc.ts'];
+// The built client (global-setup builds it), so a cell costs a plain node start, not a TypeScript compile.
+const ENTRY = ['dist/cli/svc.js'];
 
 /** An environment without the developer's own svc settings: a fresh config directory, no SVC_API_KEY, no colour. */
 export function isolatedEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {

@@ -2,14 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { pino } from 'pino';
 import { afterAll, describe, expect, it, inject } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createCore } from '../../src/core.js';
-import { backends, TEST_SECRET_KEY } from '../helpers/harness.js';
+import { adminQuery, backends, TEST_SECRET_KEY } from '../helpers/harness.js';
 import { startServeProcess } from './server-process.js';
-import { auditWrites, danaOf, driveWrites, stockDevices, type WriteLog } from './support.js';
+import { auditStore, danaOf, driveWrites, stockDevices, unreadableWrites, type WriteLog } from './support.js';
 
 /*
  * `kill -9` of the server under write load, on an embedded data directory and on PostgreSQL: the
@@ -18,13 +14,6 @@ import { auditWrites, danaOf, driveWrites, stockDevices, type WriteLog } from '.
  */
 
 const LOAD_MS = 1500;
-
-async function adminQuery(text: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: inject('postgresUrl') });
-  await admin.connect();
-  await admin.query(text);
-  await admin.end();
-}
 
 describe.each(backends())('kill -9 under write load [%s]', (backend) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-kill9-'));
@@ -64,23 +53,9 @@ describe.each(backends())('kill -9 under write load [%s]', (backend) => {
 
     // The restart takes the dead process's lock over and serves every acknowledged write.
     const second = await startServeProcess(args, env);
-    for (const { kind, id } of log.acknowledged) {
-      const path = { team: 'teams', employee: 'employees', order: 'orders' }[kind];
-      const response = await fetch(`${second.summary.url}/v4/${path}/${id}`, { headers: { 'x-api-key': demo.apiKeys.admin! } });
-      expect(response.status, `${kind} ${id}: ${second.stderr()}`).toBe(200);
-    }
+    expect(await unreadableWrites(second.summary.url, demo.apiKeys.admin!, log), second.stderr()).toEqual([]);
     expect(await second.stop()).toBe(0);
-
     // And the store itself holds nothing half-written.
-    const core = await createCore(loadConfig({}, { dataDir, databaseUrl, secretKey: TEST_SECRET_KEY, logLevel: 'silent' }), {
-      logger: pino({ level: 'silent' }),
-    });
-    try {
-      const { missing, halfWritten } = await auditWrites(core, log);
-      expect(missing).toEqual([]);
-      expect(halfWritten).toEqual([]);
-    } finally {
-      await core.close();
-    }
+    expect(await auditStore({ dataDir, databaseUrl, secretKey: TEST_SECRET_KEY }, log)).toEqual({ missing: [], halfWritten: [] });
   }, 120_000);
 });

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Core } from '../../src/core.js';
+import { pino } from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { createCore, type Core } from '../../src/core.js';
 import { raw, sql } from '../../src/store/sql.js';
 
 /*
@@ -115,4 +117,26 @@ export async function auditWrites(core: Core, log: WriteLog) {
     SELECT e.id, 'employee without its company' AS problem FROM employees e
       WHERE NOT EXISTS (SELECT 1 FROM companies c WHERE c.id = e.company_id)`);
   return { missing, halfWritten };
+}
+
+/** The acknowledged writes that the API at `baseUrl` does not answer 200 for, with the status it gave. */
+export async function unreadableWrites(baseUrl: string, apiKey: string, log: WriteLog): Promise<string[]> {
+  const unreadable: string[] = [];
+  for (const { kind, id } of log.acknowledged) {
+    const path = { team: 'teams', employee: 'employees', order: 'orders' }[kind];
+    const response = await fetch(`${baseUrl}/v4/${path}/${id}`, { headers: { 'x-api-key': apiKey } });
+    if (response.status !== 200) unreadable.push(`${kind} ${id}: ${response.status}`);
+  }
+  return unreadable;
+}
+
+/** auditWrites on the store itself, opened as a fresh core once the server is gone. */
+export async function auditStore(store: { dataDir?: string; databaseUrl?: string; secretKey: string }, log: WriteLog) {
+  const config = loadConfig({}, { dataDir: store.dataDir ?? 'memory://', databaseUrl: store.databaseUrl, secretKey: store.secretKey, logLevel: 'silent' });
+  const core = await createCore(config, { logger: pino({ level: 'silent' }) });
+  try {
+    return await auditWrites(core, log);
+  } finally {
+    await core.close();
+  }
 }

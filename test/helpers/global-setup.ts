@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 
@@ -8,6 +10,9 @@ export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/tes
  * run without it rather than silently testing PGlite alone.
  */
 export default async function setup(project: TestProject) {
+  // The CLI tests run the built `svc` (dist/), as users do; building first keeps it current.
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+
   const url = process.env.TEST_DATABASE_URL ?? DEFAULT_TEST_DATABASE_URL;
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
   let reachable = false;
