@@ -60,8 +60,20 @@ export function createAdapterClass(options: AdapterOptions): new (name: string) 
     }
 
     async consume(id: string): Promise<void> {
+      const at = now().toISOString();
+      if (this.kind === 'AuthorizationCode') {
+        // Two exchanges of one code racing past oidc-provider's "consumed?" check: the row lock lets one win.
+        const won = await db.query(sql`UPDATE oauth_records SET consumed_at = ${at}
+          WHERE kind = ${this.kind} AND id_hash = ${recordKey(id)} AND consumed_at IS NULL RETURNING 1 AS won`);
+        if (won.length === 0) {
+          // Loaded already: consume only runs inside the provider.
+          const { errors } = await import('oidc-provider');
+          throw new errors.InvalidGrant('authorization code already consumed');
+        }
+        return;
+      }
       // The first consumption's time stays: the grace window never extends.
-      await db.query(sql`UPDATE oauth_records SET consumed_at = COALESCE(consumed_at, ${now().toISOString()})
+      await db.query(sql`UPDATE oauth_records SET consumed_at = COALESCE(consumed_at, ${at})
         WHERE kind = ${this.kind} AND id_hash = ${recordKey(id)}`);
     }
 

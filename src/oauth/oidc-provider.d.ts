@@ -87,6 +87,7 @@ declare module 'oidc-provider' {
     InvalidClientMetadata: new (description: string) => Error;
     InvalidRedirectUri: new (description: string) => Error;
     InvalidTarget: new (description?: string) => Error;
+    InvalidGrant: new (detail?: string) => Error;
   };
 
   export default Provider;

@@ -1,9 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../core.js';
+import { AppError } from '../errors.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { observeOAuth } from './metrics.js';
 import { OAUTH_PATHS, type OAuthServer } from './provider.js';
 import { OAUTH_SCOPES } from './scopes.js';
+
+/** The provider's paths this file handles before oidc-provider does. */
+const PREHANDLED_PATHS: ReadonlySet<string> = new Set([OAUTH_PATHS.token, OAUTH_PATHS.registration]);
 
 /** RFC 8414 authorization-server metadata: the spec's fields, and only the five grantable scopes. */
 export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) {
@@ -88,6 +92,13 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
     scope.all('/api/oauth/*', async (request, reply) => {
+      // oidc-provider's router ignores case and a trailing slash, Fastify's does not: another spelling
+      // of a path handled above would reach the provider without its rate limits or adjustments.
+      const path = request.url.split('?')[0]!;
+      const canonical = path.toLowerCase().replace(/\/+$/, '');
+      if (canonical !== path && PREHANDLED_PATHS.has(canonical)) {
+        throw new AppError(404, 'route_not_found', `No route ${request.method} ${path}; use ${canonical}`);
+      }
       reply.hijack();
       await handle(request.raw, reply.raw);
     });

@@ -148,7 +148,10 @@ function connectionLost(error: unknown): unknown {
     (error instanceof Error && LOST_MESSAGE.test(error.message));
   return lost ? new DatabaseUnavailable() : error;
 }
-export const CHANGE_LISTENER_NAME = 'svc-change-listener';
+/** How the listening connection shows in pg_stat_activity: per process, so an operator can tell instances apart. */
+export const CHANGE_LISTENER_NAME = `svc-change-listener ${process.pid}`;
+const HEARTBEAT_MS = 5000;
+const HEARTBEAT_TIMEOUT_MS = 3000;
 
 async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const { default: pg } = await import('pg');
@@ -209,11 +212,12 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     listen: async (channel, onNotify, onGap) => {
       listeners.set(channel, onNotify);
       // A dedicated connection hears other processes while the pool is idle; reconnected with backoff.
+      // A heartbeat finds a half-open connection (no 'end' ever comes), which would otherwise leave caches trusted.
       let stopped = false;
-      let client: InstanceType<typeof pg.Client> | undefined;
+      let current: { client: InstanceType<typeof pg.Client>; heartbeat: NodeJS.Timeout } | undefined;
       const connect = async (attempt: number): Promise<void> => {
         // Named, so an operator can tell it in pg_stat_activity.
-        const next = new pg.Client({ ...connection, application_name: CHANGE_LISTENER_NAME });
+        const next = new pg.Client({ ...connection, application_name: CHANGE_LISTENER_NAME, keepAlive: true });
         next.on('notification', dispatch);
         next.on('error', () => undefined);
         try {
@@ -230,19 +234,29 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
           await next.end().catch(() => undefined);
           return;
         }
-        client = next;
-        next.on('end', () => {
-          if (stopped) return;
+        let lost = false;
+        const lose = () => {
+          if (lost || stopped) return;
+          lost = true;
+          clearInterval(heartbeat);
           onGap(false);
+          void next.end().catch(() => undefined);
           void connect(1);
-        });
+        };
+        const heartbeat = setInterval(() => {
+          const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('listener heartbeat timed out')), HEARTBEAT_TIMEOUT_MS).unref());
+          void Promise.race([next.query('SELECT 1'), timeout]).catch(lose);
+        }, HEARTBEAT_MS).unref();
+        current = { client: next, heartbeat };
+        next.on('end', lose);
         if (attempt > 0) onGap(true);
       };
       await connect(0);
       return async () => {
         stopped = true;
         listeners.delete(channel);
-        await client?.end().catch(() => undefined);
+        if (current) clearInterval(current.heartbeat);
+        await current?.client.end().catch(() => undefined);
       };
     },
     close: () => pool.end(),

@@ -32,10 +32,10 @@ describe('rate limits on sign-in and token, and OAuth metrics', () => {
     });
   }
 
-  const tokenRequest = (ip: string, clientId: string) =>
+  const tokenRequest = (ip: string, clientId: string, url = '/api/oauth/token') =>
     s.app.inject({
       method: 'POST',
-      url: '/api/oauth/token',
+      url,
       remoteAddress: ip,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'guessed', client_id: clientId }).toString(),
@@ -94,6 +94,15 @@ describe('rate limits on sign-in and token, and OAuth metrics', () => {
     // Every refusal by the server itself counted as a failed refresh; the 429s never reached it.
     expect(await metric('svc_oauth_token_requests_total{grant_type="refresh_token",outcome="error"}')).toBe(TOKEN_LIMITS.perClient + TOKEN_LIMITS.perIp + 2);
     expect(await metric('svc_rate_limited_total{limit="oauth_token"}')).toBe(2);
+  });
+
+  it('regression: no other spelling of the token or registration path reaches the provider past the limits', async () => {
+    // The provider's router ignores case and a trailing slash; these once bypassed the token limits.
+    for (const url of ['/api/oauth/TOKEN', '/api/oauth/token/', '/api/oauth/Token/?x=1', '/api/oauth/REGISTER']) {
+      const res = await tokenRequest('10.4.0.1', 'client-spelling', url);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.json().error.code).toBe('route_not_found');
+    }
   });
 
   it('counts codes issued and denied at consent, and token requests by grant type and outcome', async () => {

@@ -136,6 +136,22 @@ describe.each(backends())('OAuth rules (%s)', (backend) => {
     expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${tokens.access_token}` })).status).toBe(401);
   });
 
+  it('two exchanges of one code at once: exactly one gets tokens', async () => {
+    const { request, callback } = await codeFor();
+    const exchange = () =>
+      tokenPost(s.baseUrl, {
+        grant_type: 'authorization_code',
+        code: callback.searchParams.get('code')!,
+        client_id: registered.client.client_id,
+        redirect_uri: registered.redirectUri,
+        code_verifier: request.verifier,
+        resource: s.mcpUrl,
+      });
+    const answers = await Promise.all([exchange(), exchange(), exchange()]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 400, 400]);
+    expect(answers.filter((a) => a.status === 400).every((a) => (a.body as { error: string }).error === 'invalid_grant')).toBe(true);
+  });
+
   it('binds the audience: another resource is refused, and a token for another audience does not work on /mcp', async () => {
     const request = await authorizationRequest(registered, s.mcpUrl, 'mcp:orders:read', { resource: 'https://other.example/mcp' });
     const response = await fetch(request.url, { redirect: 'manual' });

@@ -103,6 +103,35 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed across in
   });
 });
 
+describe.each(backends().filter((b) => b === 'postgres'))('change feed heartbeat [%s]', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp('postgres');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('treats a listener that stopped answering (no end, as behind a dead NAT) as lost, and listens again', async () => {
+    const states: boolean[] = [];
+    t.core.changes.subscribe('credentials', () => states.push(t.core.changes.live));
+    const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+    await admin.connect();
+    const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [CHANGE_LISTENER_NAME]);
+    expect(rows.length).toBeGreaterThan(0);
+    // A stopped backend keeps its socket open and answers nothing: only the heartbeat can notice.
+    for (const { pid } of rows) process.kill(pid, 'SIGSTOP');
+    try {
+      await vi.waitFor(() => expect(states).toEqual([false, true]), { timeout: 20_000, interval: 200 });
+    } finally {
+      for (const { pid } of rows) process.kill(pid, 'SIGCONT');
+      await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [rows.map((r) => r.pid)]);
+      await admin.end();
+    }
+    expect(t.core.changes.live).toBe(true);
+  }, 30_000);
+});
+
 describe('TopicCache', () => {
   function feedStub() {
     const subscribers: Array<() => void> = [];
