@@ -30,6 +30,9 @@ export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) 
 /** Token requests per minute: per address, and per client however many addresses it uses. */
 export const TOKEN_LIMITS = { perClient: 30, perIp: 120, windowSeconds: 60 } as const;
 
+/** Client registrations per minute per address: registration is open, so each one is a row anyone could add. */
+export const REGISTRATION_LIMIT = { perIp: 20, windowSeconds: 60 } as const;
+
 /** The client_id of a token request's form body (public clients send it there), if readable. */
 function clientIdOf(body: unknown): string | undefined {
   if (!Buffer.isBuffer(body)) return undefined;
@@ -58,6 +61,12 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     windowSeconds,
     key: (request) => ({ client: clientIdOf(request.body) }),
   });
+  const limitRegistrationPerIp = rateLimited(core, {
+    name: 'oauth_registration',
+    limit: REGISTRATION_LIMIT.perIp,
+    windowSeconds: REGISTRATION_LIMIT.windowSeconds,
+    key: (request) => ({ ip: request.ip }),
+  });
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -66,7 +75,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     //   client_secret_basic, and oidc-provider would issue a secret nobody may use;
     // - a registered `scope` is dropped: MCP clients register the resource's scopes, which oidc-provider
     //   checks against its OpenID scopes; what a client gets is decided by consent and the five-scope ceiling.
-    scope.post(OAUTH_PATHS.registration, async (request, reply) => {
+    scope.post(OAUTH_PATHS.registration, { preHandler: limitRegistrationPerIp }, async (request, reply) => {
       const raw = request.body as Buffer;
       let metadata: unknown;
       try {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOKEN_LIMITS } from '../../src/oauth/routes.js';
+import { REGISTRATION_LIMIT, TOKEN_LIMITS } from '../../src/oauth/routes.js';
 import { SIGN_IN_LIMITS } from '../../src/pages/account-pages.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { authorizationRequest, authorizeInBrowser, csrfOf, DEMO_PASSWORD, discoverAndRegister, exchangeCode, FormBrowser, tokenPost } from './support.js';
@@ -94,6 +94,22 @@ describe('rate limits on sign-in and token, and OAuth metrics', () => {
     // Every refusal by the server itself counted as a failed refresh; the 429s never reached it.
     expect(await metric('svc_oauth_token_requests_total{grant_type="refresh_token",outcome="error"}')).toBe(TOKEN_LIMITS.perClient + TOKEN_LIMITS.perIp + 2);
     expect(await metric('svc_rate_limited_total{limit="oauth_token"}')).toBe(2);
+  });
+
+  it('registration: a limit per address; another address still registers', async () => {
+    const register = (ip: string) =>
+      s.app.inject({
+        method: 'POST',
+        url: '/api/oauth/register',
+        remoteAddress: ip,
+        headers: { 'content-type': 'application/json' },
+        payload: { redirect_uris: ['http://127.0.0.1:53682/callback'], client_name: 'flood' },
+      });
+    for (let i = 0; i < REGISTRATION_LIMIT.perIp; i++) expect((await register('10.5.0.1')).statusCode).toBe(201);
+    const refused = await register('10.5.0.1');
+    expect(refused.statusCode).toBe(429);
+    expectRetryAfter(refused.headers['retry-after']);
+    expect((await register('10.5.0.2')).statusCode).toBe(201);
   });
 
   it('regression: no other spelling of the token or registration path reaches the provider past the limits', async () => {
