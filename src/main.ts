@@ -393,7 +393,7 @@ ${describeLegacyKey(key)}
     async (flags: StoreFlags & { company?: string }) => {
       const { listLegacyKeys } = await import('./gateway/legacy-keys.js');
       await withCore(flags, async (core) => {
-        const keys = await listLegacyKeys(core, flags.company);
+        const keys = await listLegacyKeys(core, flags.company === undefined ? {} : { companyIds: [flags.company] });
         output(flags, keys, keys.length ? keys.map(describeLegacyKey).join('\n') : 'No legacy keys');
       });
     },

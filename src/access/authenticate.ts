@@ -34,18 +34,22 @@ type KeyRow = UserRow & { secret_hash: string; capabilities: string[] };
 
 const LAST_USE_PRECISION_MS = 60_000;
 
+export interface AuthenticatorOptions {
+  /** Identity-provider ID tokens, accepted as bearers on REST when configured. */
+  idTokens?: IdTokenVerifier | undefined;
+  /** OAuth access tokens, accepted as bearers on MCP. */
+  accessTokens?: AccessTokenVerifier;
+  /** Without it API keys are read on every request; with it, cached until a change is notified. */
+  changes?: ChangeFeed;
+}
+
 /**
  * Resolves the request's credential to a principal. API keys are read through a cache that every
  * change to keys, users or their scope drops on every instance (see ChangeFeed); the secret is
- * compared on every request. `onLegacyKey` counts refused non-v4 keys: the integrations still to migrate.
+ * compared on every request. Legacy keys are refused (and counted) before routing already, by the
+ * gateway's guard; they are refused here too for callers that do not come through HTTP.
  */
-export function createAuthenticator(
-  db: Queryable,
-  idTokens: IdTokenVerifier | undefined,
-  onLegacyKey?: (surface: Surface) => void,
-  accessTokens?: AccessTokenVerifier,
-  changes?: ChangeFeed,
-): Authenticator {
+export function createAuthenticator(db: Queryable, { idTokens, accessTokens, changes }: AuthenticatorOptions = {}): Authenticator {
   const keyRows = changes && new TopicCache<KeyRow | undefined>(changes, 'credentials');
   const lastUseWritten = new Map<string, number>();
 
@@ -69,9 +73,8 @@ export function createAuthenticator(
       .catch(() => undefined);
   }
 
-  async function byApiKey(rawKey: string, surface: Surface): Promise<Principal> {
+  async function byApiKey(rawKey: string): Promise<Principal> {
     if (!rawKey.startsWith(API_KEY_PREFIX)) {
-      onLegacyKey?.(surface);
       throw unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
     }
     const parsed = parseApiKey(rawKey);
@@ -117,7 +120,7 @@ export function createAuthenticator(
       if (apiKey !== undefined && authorization !== undefined) {
         throw unauthorized('ambiguous_credentials', 'Send either X-API-KEY or Authorization, not both');
       }
-      if (apiKey !== undefined) return byApiKey(apiKey.trim(), surface);
+      if (apiKey !== undefined) return byApiKey(apiKey.trim());
       if (authorization !== undefined) {
         const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
         if (surface === 'mcp') {

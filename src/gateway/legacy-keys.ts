@@ -135,10 +135,22 @@ async function selectKeys(db: Queryable, where: Sql): Promise<LegacyKeySummary[]
   }));
 }
 
+/** Which keys to list: all, those of some companies, or one by id (within those companies). */
+export interface LegacyKeyFilter {
+  companyIds?: readonly string[];
+  id?: string;
+}
+
 /** Never returns hashes or keys: only what an operator needs to recognise and audit a key. Counts this instance's usage first. */
-export async function listLegacyKeys(core: Core, companyId?: string): Promise<LegacyKeySummary[]> {
+export async function listLegacyKeys(core: Core, { companyIds, id }: LegacyKeyFilter = {}): Promise<LegacyKeySummary[]> {
   await core.legacyUsage.flush();
-  return selectKeys(core.db, and(companyId === undefined ? [] : [sql`l.company_id = ${companyId}`]));
+  return selectKeys(
+    core.db,
+    and([
+      ...(companyIds === undefined ? [] : [sql`l.company_id = ANY(${[...companyIds]}::text[])`]),
+      ...(id === undefined ? [] : [sql`l.id = ${id}`]),
+    ]),
+  );
 }
 
 /** The reissue steps, inside the caller's transaction. */

@@ -6,7 +6,7 @@ import type { Sunset } from './mappings.js';
  * v4 capabilities, outcomes, surfaces): never a key or a company, whose cardinality would explode.
  */
 
-export type LegacyKeySurface = 'rest' | 'mcp' | 'oauth' | 'cli';
+export type LegacyKeySurface = 'rest' | 'mcp' | 'oauth';
 
 export interface V2RequestLabels {
   /** The route as the maps declare it, e.g. "GET /employees/:id", never the concrete URL. */

@@ -49,7 +49,7 @@ export async function buildMigrationReport(core: Core, options: MigrationReportO
   const series = Array.from({ length: days }, (_, i) => utcDay(now - (days - 1 - i) * DAY_MS));
   const dayIndex = new Map(series.map((day, i) => [day, i]));
 
-  const keys = (await listLegacyKeys(core)).filter((key) => companyIds.includes(key.companyId));
+  const keys = await listLegacyKeys(core, { companyIds });
   const usage = await core.db.query<{ key_id: string; day: string; endpoint: string; scope: string; calls: number }>(sql`
     SELECT u.legacy_key_id AS key_id, to_char(u.day, 'YYYY-MM-DD') AS day, u.endpoint, u.scope, u.calls
     FROM legacy_key_usage u JOIN legacy_keys l ON l.id = u.legacy_key_id

@@ -22,6 +22,9 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...legacyKeyOperations,
 ];
 
+const BY_NAME = new Map(OPERATIONS.map((op) => [op.name, op]));
+
+/** Called per request by the gateway and MCP: a map, not a scan of the table. */
 export function operationByName(name: string): AnyOperation | undefined {
-  return OPERATIONS.find((op) => op.name === name);
+  return BY_NAME.get(name);
 }

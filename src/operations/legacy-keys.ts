@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { CapabilitySchema } from '../access/capabilities.js';
 import { forbidden, notFound } from '../errors.js';
 import { legacyKeyUsage, listLegacyKeys } from '../gateway/legacy-keys.js';
-import { sql } from '../store/sql.js';
 import { Id, Timestamp } from './common.js';
 import { defineOperation } from './operation.js';
 
@@ -50,8 +49,7 @@ export const legacyKeyOperations = [
     output: z.object({ keys: z.array(LegacyKey) }),
     handler: async ({ core, principal }) => {
       if (principal.role !== 'admin') throw forbidden('admin_only', ADMIN_ONLY);
-      const perCompany = await Promise.all(principal.companyIds.map((companyId) => listLegacyKeys(core, companyId)));
-      return { keys: perCompany.flat() };
+      return { keys: await listLegacyKeys(core, { companyIds: principal.companyIds }) };
     },
   }),
   defineOperation({
@@ -69,10 +67,8 @@ export const legacyKeyOperations = [
     output: z.object({ key: LegacyKey, usage: z.array(Usage) }),
     handler: async ({ core, principal }, { id }) => {
       if (principal.role !== 'admin') throw forbidden('admin_only', ADMIN_ONLY);
-      const [row] = await core.db.query<{ company_id: string }>(sql`SELECT company_id FROM legacy_keys WHERE id = ${id}`);
       // Another company's key reads as absent, like every record beyond the caller's reach: a 403 would confirm it exists.
-      if (!row || !principal.companyIds.includes(row.company_id)) throw notFound('Legacy key', id);
-      const key = (await listLegacyKeys(core, row.company_id)).find((k) => k.id === id);
+      const [key] = await listLegacyKeys(core, { companyIds: principal.companyIds, id });
       if (!key) throw notFound('Legacy key', id);
       return { key, usage: await legacyKeyUsage(core, id) };
     },

@@ -22,10 +22,12 @@ describe('MCP with an OAuth access token', () => {
   beforeAll(async () => {
     s = await startListeningApp('pglite');
     const user = (await loadUserByEmail(s.core.db, s.demo.emails.admin))!;
-    s.core.auth = createAuthenticator(s.core.db, undefined, undefined, {
-      async verify(token) {
-        if (token !== TOKEN) throw unauthorized('invalid_token', 'The access token is invalid or revoked');
-        return principalFromUser(user, GRANTED, { kind: 'oauth', clientId: 'client-1', grantId: 'grant-1', scopes: GRANTED });
+    s.core.auth = createAuthenticator(s.core.db, {
+      accessTokens: {
+        async verify(token) {
+          if (token !== TOKEN) throw unauthorized('invalid_token', 'The access token is invalid or revoked');
+          return principalFromUser(user, GRANTED, { kind: 'oauth', clientId: 'client-1', grantId: 'grant-1', scopes: GRANTED });
+        },
       },
     });
   });
