@@ -1,8 +1,9 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { usageError } from './exit-codes.js';
 
 /*
- * Flags from an operation's zod input schema, and the request input from flags: the argument
+ * Flags from an operation's input schema, read through zod's public JSON Schema output (the
+ * same document OpenAPI and MCP publish), and the request input from flags: the argument
  * parsing of `svc <resource> <action>`, kept apart from any request so it can be tested alone.
  */
 
@@ -14,132 +15,139 @@ export interface FieldFlag {
   /** The kebab-case option, without dashes: serialNumber → serial-number. */
   flag: string;
   kind: FlagKind;
+  /** A number flag that takes whole numbers only (JSON Schema `integer`). */
+  integer: boolean;
   required: boolean;
   description: string;
-  /** Allowed values of an enum field, shown in the help. */
+  /** Allowed values when the field is an enumeration; empty when it takes free text. */
   choices: string[];
 }
 
-/** The parts of zod's internal definition that name a field's shape. */
-interface Def {
-  type: string;
-  innerType?: Schema;
-  in?: Schema;
-  options?: Schema[];
-  shape?: Record<string, Schema>;
-  element?: Schema;
-  entries?: Record<string, string | number>;
-  values?: unknown[];
-}
-interface Schema {
-  _zod: { def: Def };
+/** The parts of a JSON Schema node that say how a field is given. */
+interface JsonSchema {
+  type?: string | string[];
   description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  enum?: unknown[];
+  const?: unknown;
+  not?: JsonSchema;
 }
-
-const WRAPPERS = new Set(['optional', 'default', 'prefault', 'nullable', 'readonly', 'catch', 'nonoptional']);
-const OPTIONAL = new Set(['optional', 'default', 'prefault']);
 
 export function kebabCase(field: string): string {
   return field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
-interface Unwrapped {
-  core: Schema;
-  optional: boolean;
-  description: string | undefined;
+/** The schema a request is checked against, as JSON Schema of what it accepts (before transforms). */
+function inputJsonSchema(input: z.ZodType): JsonSchema {
+  return z.toJSONSchema(input, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
 }
 
-/** Peels optional/default/nullable wrappers and transforms down to the schema that takes the input. */
-function unwrap(schema: Schema): Unwrapped {
-  let current = schema;
-  let optional = false;
-  let description = schema.description;
-  for (;;) {
-    const def = current._zod.def;
-    if (WRAPPERS.has(def.type) && def.innerType) {
-      optional ||= OPTIONAL.has(def.type);
-      current = def.innerType;
-    } else if (def.type === 'pipe' && def.in) {
-      current = def.in;
-    } else {
-      return { core: current, optional, description };
+/** The alternatives of a node: the options of (nested) anyOf/oneOf, else the node itself. */
+function alternatives(node: JsonSchema): JsonSchema[] {
+  const options = node.anyOf ?? node.oneOf;
+  return options ? options.flatMap(alternatives) : [node];
+}
+
+const typesOf = (node: JsonSchema): string[] => (Array.isArray(node.type) ? node.type : node.type === undefined ? [] : [node.type]);
+/** `{ not: {} }`: a field that cannot be given at all (z.never, such as addressTwo at creation). */
+const isNever = (node: JsonSchema) => node.not !== undefined && Object.keys(node.not).length === 0;
+const isNull = (node: JsonSchema) => typesOf(node).length === 1 && typesOf(node)[0] === 'null';
+
+/** undefined: the field cannot be given at all. */
+function kindOf(node: JsonSchema): FlagKind | undefined {
+  const options = alternatives(node).filter((o) => !isNever(o));
+  if (options.length === 0) return undefined;
+  // null (a clearable field's option) says nothing about how the value is typed.
+  const kinds = options.filter((o) => !isNull(o)).flatMap(scalarKindsOf);
+  if (kinds.length === 0) return 'string';
+  if (kinds.includes('json')) return 'json';
+  // A query boolean is boolean | "true" | "false"; a clearable text is string | "" | null.
+  if (kinds.includes('boolean')) return 'boolean';
+  if (kinds.includes('list')) return 'list';
+  return kinds.every((k) => k === 'number') ? 'number' : 'string';
+}
+
+function scalarKindsOf(node: JsonSchema): FlagKind[] {
+  const types = typesOf(node);
+  if (types.length === 0) return node.enum || node.const !== undefined ? ['string'] : ['json'];
+  return types.map((type): FlagKind => {
+    if (type === 'string' || type === 'null') return 'string';
+    if (type === 'number' || type === 'integer') return 'number';
+    if (type === 'boolean') return 'boolean';
+    if (type === 'array' && node.items) {
+      const element = kindOf(node.items);
+      return element === 'string' || element === 'number' ? 'list' : 'json';
     }
-    description ??= current.description;
-  }
+    return 'json';
+  });
 }
 
-function choicesOf(schema: Schema): string[] {
-  const def = schema._zod.def;
-  if (def.type === 'enum' && def.entries) return Object.values(def.entries).map(String);
-  if (def.type === 'literal' && def.values) return def.values.map(String);
-  if (def.type === 'union' && def.options) return def.options.flatMap((o) => choicesOf(unwrap(o).core));
-  return [];
+const isInteger = (node: JsonSchema) => alternatives(node).some((o) => typesOf(o).includes('integer'));
+
+/** The values of an enumeration; undefined when any alternative (null aside) takes free input. */
+function choicesOf(node: JsonSchema): string[] | undefined {
+  const values: string[] = [];
+  for (const option of alternatives(node)) {
+    if (isNull(option) || isNever(option)) continue;
+    if (option.enum) values.push(...option.enum.map(String));
+    else if (option.const !== undefined) values.push(String(option.const));
+    else return undefined;
+  }
+  return values.length > 0 ? values : undefined;
 }
 
-const SCALARS: Record<string, FlagKind> = {
-  string: 'string',
-  enum: 'string',
-  literal: 'string',
-  number: 'number',
-  int: 'number',
-  boolean: 'boolean',
-};
-
-/** undefined: the field cannot be given at all (z.never, such as addressTwo at creation). */
-function kindOf(schema: Schema): FlagKind | undefined {
-  const def = schema._zod.def;
-  if (def.type === 'never') return undefined;
-  const scalar = SCALARS[def.type];
-  if (scalar) return scalar;
-  if (def.type === 'array' && def.element) {
-    const element = kindOf(unwrap(def.element).core);
-    return element === 'string' || element === 'number' ? 'list' : 'json';
-  }
-  if (def.type === 'union' && def.options) {
-    const kinds = def.options.map((o) => kindOf(unwrap(o).core)).filter((k) => k !== undefined);
-    if (kinds.includes('json')) return 'json';
-    // A query boolean is boolean | "true" | "false"; a clearable text is string | "" | null.
-    if (kinds.includes('boolean')) return 'boolean';
-    if (kinds.includes('list')) return 'list';
-    return kinds.every((k) => k === 'number') && kinds.length > 0 ? 'number' : 'string';
-  }
-  // null alone (a clearable field's `z.null()` option) reads as text; objects, records, unknown: JSON.
-  if (def.type === 'null') return 'string';
-  return 'json';
-}
+const descriptionOf = (node: JsonSchema) => node.description ?? alternatives(node).find((o) => o.description)?.description;
 
 /** The object variants of an input schema: one for an object, several for a (discriminated) union. */
-function variantsOf(schema: Schema): Record<string, Schema>[] {
-  const { core } = unwrap(schema);
-  const def = core._zod.def;
-  if (def.type === 'object' && def.shape) return [def.shape];
-  if (def.type === 'union' && def.options) return def.options.flatMap(variantsOf);
-  throw new Error(`input schema of type ${def.type} has no fields`);
+function variantsOf(schema: JsonSchema): JsonSchema[] {
+  const objects = alternatives(schema).filter((o) => o.properties);
+  if (objects.length === 0) throw new Error('an operation input schema must be an object or a union of objects');
+  return objects;
+}
+
+interface Collected extends Omit<FieldFlag, 'choices'> {
+  /** undefined once a variant takes free input for the field. */
+  choices: string[] | undefined;
+  /** How many variants require the field. */
+  requiredIn: number;
 }
 
 /**
  * One flag per input field, in schema order. A field of several union variants (orderType, items)
- * is required only when every variant requires it; path parameters are left out.
+ * is required only when every variant requires it, and lists choices only when every variant
+ * enumerates them; path parameters are left out.
  */
 export function describeInput(input: z.ZodType, pathParams: readonly string[] = []): FieldFlag[] {
-  const variants = variantsOf(input as unknown as Schema);
-  const flags = new Map<string, FieldFlag>();
-  const requiredIn = new Map<string, number>();
-  for (const shape of variants) {
-    for (const [field, schema] of Object.entries(shape)) {
+  const variants = variantsOf(inputJsonSchema(input));
+  const flags = new Map<string, Collected>();
+  for (const variant of variants) {
+    for (const [field, node] of Object.entries(variant.properties ?? {})) {
       if (pathParams.includes(field)) continue;
-      const { core, optional, description } = unwrap(schema);
-      const kind = kindOf(core);
+      const kind = kindOf(node);
       // A never field (addressTwo at creation, employeeId of an inventory purchase) is absent from that variant.
       if (kind === undefined) continue;
-      if (!optional) requiredIn.set(field, (requiredIn.get(field) ?? 0) + 1);
+      const required = variant.required?.includes(field) === true ? 1 : 0;
       const known = flags.get(field);
-      if (known) known.choices = [...new Set([...known.choices, ...choicesOf(core)])];
-      else flags.set(field, { field, flag: kebabCase(field), kind, required: false, description: description ?? '', choices: choicesOf(core) });
+      if (known) {
+        const choices = choicesOf(node);
+        known.choices = known.choices && choices ? [...new Set([...known.choices, ...choices])] : undefined;
+        known.requiredIn += required;
+      } else {
+        const description = descriptionOf(node) ?? '';
+        flags.set(field, { field, flag: kebabCase(field), kind, integer: isInteger(node), required: false, description, choices: choicesOf(node), requiredIn: required });
+      }
     }
   }
-  for (const flag of flags.values()) flag.required = requiredIn.get(flag.field) === variants.length;
-  return [...flags.values()];
+  return [...flags.values()].map(({ requiredIn, choices, ...flag }) => ({
+    ...flag,
+    required: requiredIn === variants.length,
+    // A boolean flag is given bare (--in-stock, --no-in-stock): its text spellings are no choice.
+    choices: flag.kind === 'boolean' ? [] : (choices ?? []),
+  }));
 }
 
 /** The `:name` parameters of a path, in order. */
@@ -147,7 +155,10 @@ export function pathParamsOf(path: string): string[] {
   return [...path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
 }
 
-/** Converts one flag's text to the JSON value the API takes; the schema then judges it. */
+/**
+ * Converts one flag's text to the JSON value the API takes; the schema then judges it. A number
+ * flag refuses text that is no number here, naming the flag, before the schema's terser message.
+ */
 export function flagValue(flag: FieldFlag, raw: string | boolean | string[]): unknown {
   if (flag.kind === 'boolean') return raw;
   if (flag.kind === 'list') {
@@ -157,7 +168,11 @@ export function flagValue(flag: FieldFlag, raw: string | boolean | string[]): un
   const text = String(raw);
   if (flag.kind === 'number') {
     const number = Number(text);
-    return text.trim() !== '' && Number.isFinite(number) ? number : text;
+    const rule = flag.integer ? 'a whole number' : 'a number';
+    if (text.trim() === '' || !Number.isFinite(number) || (flag.integer && !Number.isInteger(number))) {
+      throw usageError(`--${flag.flag}: expected ${rule}, got "${text}"`);
+    }
+    return number;
   }
   return text;
 }

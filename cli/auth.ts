@@ -1,8 +1,8 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { checkAddress, ENVIRONMENTS, maskKey, parseEnvironment, writeConfig, type Account, type EnvironmentName } from './config.js';
+import { describeTarget, maskKey, parseEnvironment, resolveTarget, serverOf, writeConfig, type Account } from './config.js';
 import { CliError, EXIT, usageError } from './exit-codes.js';
-import { callApi, refuseLegacyKey, type Envelope } from './http.js';
+import { refuseLegacyKey, type Envelope } from './http.js';
 import { renderData, terminalWidth, useColour } from './output.js';
 import { Session, type GlobalOptions } from './session.js';
 
@@ -42,39 +42,51 @@ async function login(session: Session, name: string | undefined): Promise<void> 
   const apiKey = await readKey(session.options.apiKey);
   if (!apiKey) throw usageError('No API key: pass --api-key, or paste one when asked');
   await refuseLegacyKey(apiKey);
-  const environment: EnvironmentName = parseEnvironment(session.options.environment ?? 'prod');
-  const apiUrl = session.options.apiUrl ?? (environment === 'dev' ? session.config.devApiUrl : ENVIRONMENTS[environment]);
-  if (apiUrl === undefined) throw usageError('The dev environment needs its address once: svc auth login --environment dev --api-url <url>');
-  const baseUrl = checkAddress(apiUrl, session.options.allowLocalhost === true);
-  const me = (await callApi({ environment, baseUrl }, apiKey, { method: 'GET', path: '/v4/me' })).data as Me;
-  const accountName = name ?? me.user.email;
-  const account: Account = { apiKey, environment, user: me.user.email, ...(session.options.apiUrl && environment !== 'dev' ? { apiUrl: session.options.apiUrl } : {}) };
+  const { environment: given, apiUrl, allowLocalhost } = session.options;
+  const environment = given === undefined ? undefined : parseEnvironment(given);
   const config = session.config;
+  // The developer-specific environment takes its address from this login (stored only if it succeeds).
+  if (environment === 'dev' && apiUrl !== undefined) config.devApiUrl = apiUrl;
+  const target = resolveTarget(session.options, undefined, config);
+  const me = (await session.request(target, apiKey, { method: 'GET', path: '/v4/me' })).data as Me;
+  const accountName = name ?? me.user.email;
+  const account: Account = {
+    apiKey,
+    user: me.user.email,
+    // A server named only by --api-url has no environment: it is labelled by its URL.
+    ...(environment !== undefined || apiUrl === undefined ? { environment: environment ?? 'prod' } : {}),
+    ...(apiUrl !== undefined && environment !== 'dev' ? { apiUrl: target.baseUrl } : {}),
+    ...(allowLocalhost === true && target.baseUrl.startsWith('http://') ? { allowLocalhost: true } : {}),
+  };
   config.accounts[accountName] = account;
   config.active = accountName;
-  if (environment === 'dev' && session.options.apiUrl) config.devApiUrl = session.options.apiUrl;
+  if (environment === 'dev' && apiUrl !== undefined) config.devApiUrl = target.baseUrl;
   writeConfig(config, session.configFile);
   print(
     session,
-    { ok: true, data: { account: accountName, active: true, environment, baseUrl, user: me.user, key: maskKey(apiKey) }, meta: {} },
-    `Logged in to ${baseUrl} (${environment}) as ${me.user.email} (${me.user.role}) with ${maskKey(apiKey)}; account "${accountName}" is active\n`,
+    { ok: true, data: { account: accountName, active: true, environment: target.environment, baseUrl: target.baseUrl, user: me.user, key: maskKey(apiKey) }, meta: {} },
+    `Logged in to ${describeTarget(target)} as ${me.user.email} (${me.user.role}) with ${maskKey(apiKey)}; account "${accountName}" is active\n`,
   );
 }
 
 async function status(session: Session): Promise<void> {
   const credential = session.credential();
-  const accounts = Object.entries(session.config.accounts).map(([name, a]) => ({
-    name,
-    active: name === session.config.active,
-    environment: a.environment,
-    user: a.user ?? '',
-    key: maskKey(a.apiKey),
-  }));
+  const accounts = Object.entries(session.config.accounts).map(([name, a]) => {
+    const server = serverOf(a.environment ?? 'prod', a.apiUrl, session.config);
+    return {
+      name,
+      active: name === session.config.active,
+      environment: server.environment,
+      baseUrl: server.address ?? null,
+      user: a.user ?? '',
+      key: maskKey(a.apiKey),
+    };
+  });
   if (!credential) {
     throw new CliError(EXIT.auth, `Not logged in: run svc auth login, pass --api-key or set SVC_API_KEY${accounts.length ? ' (or svc auth switch <account>)' : ''}`, 'authentication_required');
   }
   const target = session.target(credential);
-  const envelope = await callApi(target, credential.apiKey, { method: 'GET', path: '/v4/me' });
+  const envelope = await session.request(target, credential.apiKey, { method: 'GET', path: '/v4/me' });
   const me = envelope.data as Me;
   const source = credential.source === 'flag' ? '--api-key' : credential.source === 'env' ? 'SVC_API_KEY' : `account "${credential.account}"`;
   const resolved = { source, key: maskKey(credential.apiKey), environment: target.environment, baseUrl: target.baseUrl };
@@ -85,13 +97,13 @@ async function status(session: Session): Promise<void> {
       companies: me.companies.map((c) => `${c.id} (${c.name})`).join(', '),
       capabilities: me.capabilities.length > 0 ? me.capabilities.join(', ') : '(none)',
       credential: `${resolved.key} from ${source}`,
-      server: `${target.baseUrl} (${target.environment})`,
+      server: describeTarget(target),
     },
     session.format === 'text' ? 'text' : 'table',
     terminalWidth(),
     useColour(process.stdout),
   ).stdout;
-  const list = accounts.map((a) => `${a.active ? '*' : ' '} ${a.name}  ${a.environment}  ${a.key}`).join('\n');
+  const list = accounts.map((a) => `${a.active ? '*' : ' '} ${a.name}  ${a.environment ?? a.baseUrl}  ${a.key}`).join('\n');
   print(
     session,
     { ...envelope, data: { ...me, resolved, accounts } },
@@ -135,7 +147,7 @@ export function registerAuthCommands(program: Command): void {
     .command('login')
     .description('store a v4 API key as a named account and make it active; checks it with GET /v4/me (a legacy v2 key is refused)')
     .option('--name <account>', 'the account name (default: the email of the key’s user)')
-    .addHelpText('after', '\nThe key comes from --api-key, else a prompt on a terminal, else the first line of stdin.\nEnvironment with --environment (prod, io, next, local, dev) or an address with --api-url.')
+    .addHelpText('after', '\nThe key comes from --api-key, else a prompt on a terminal, else the first line of stdin.\nEnvironment with --environment (prod, io, next, local or local:<port>, dev) or an address with --api-url;\nthe account remembers them, and --allow-localhost for a server on this machine.')
     .action(async (flags: { name?: string }, command: Command) => login(sessionOf(command), flags.name));
   auth
     .command('status')

@@ -24,9 +24,15 @@ export const ENVIRONMENT_NAMES = Object.keys(ENVIRONMENTS) as EnvironmentName[];
 
 export interface Account {
   apiKey: string;
-  environment: EnvironmentName;
-  /** Overrides the environment's base address for this account (set by login --api-url). */
+  /** As given at login: prod, io, next, local, local:<port> or dev; absent when only --api-url named the server. */
+  environment?: string;
+  /**
+   * The base address given with --api-url at login. An environment given by name is looked up
+   * at each use instead, so an alias such as io follows its environment at the cutover.
+   */
   apiUrl?: string;
+  /** --allow-localhost was given at login: plain HTTP to this account's own 127.0.0.1 address needs no flag. */
+  allowLocalhost?: boolean;
   /** Who the key resolved to at login, for `auth status` without a request. */
   user?: string;
 }
@@ -53,12 +59,25 @@ export function readConfig(path = configPath()): StoredConfig {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { accounts: {} };
     throw error;
   }
+  let parsed: StoredConfig;
   try {
-    const parsed = JSON.parse(text) as StoredConfig;
-    return { ...parsed, accounts: parsed.accounts ?? {} };
+    parsed = JSON.parse(text) as StoredConfig;
   } catch {
     throw usageError(`The config file ${path} is not valid JSON; fix or delete it`);
   }
+  const config = { ...parsed, accounts: parsed.accounts ?? {} };
+  for (const account of Object.values(config.accounts)) migrateAccount(account, config);
+  return config;
+}
+
+/**
+ * Accounts written before svc remembered --allow-localhost: login accepted a plain-HTTP loopback
+ * address only with that flag, so such an account had it.
+ */
+function migrateAccount(account: Account, config: StoredConfig): void {
+  if (account.allowLocalhost !== undefined) return;
+  const { address } = serverOf(account.environment ?? 'prod', account.apiUrl, config);
+  if (address !== undefined && originOf(address)?.startsWith('http://')) account.allowLocalhost = true;
 }
 
 /** Written to a temporary file and renamed, readable by its owner only (0600 in a 0700 directory). */
@@ -98,34 +117,74 @@ export function resolveCredential(flags: CredentialFlags, env: NodeJS.ProcessEnv
   return undefined;
 }
 
-export function parseEnvironment(name: string): EnvironmentName {
-  if (!(ENVIRONMENT_NAMES as string[]).includes(name)) {
-    throw usageError(`Unknown environment "${name}": use one of ${ENVIRONMENT_NAMES.join(', ')}`);
+/** Checks an --environment value: a name, or local:<port> for a server on this machine at another port. */
+export function parseEnvironment(text: string): string {
+  if ((ENVIRONMENT_NAMES as string[]).includes(text)) return text;
+  const port = /^local:(.*)$/.exec(text)?.[1];
+  if (port === undefined) {
+    throw usageError(`Unknown environment "${text}": use one of ${ENVIRONMENT_NAMES.join(', ')}, or local:<port> for a local server on another port`);
   }
-  return name as EnvironmentName;
+  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
+    throw usageError(`--environment ${text}: the port of local:<port> must be a whole number from 1 to 65535`);
+  }
+  return `local:${Number(port)}`;
+}
+
+/** An environment's own base address; undefined for dev before its address is set. */
+function environmentAddress(environment: string, config: StoredConfig): string | undefined {
+  if (environment === 'dev') return config.devApiUrl;
+  if (environment.startsWith('local:')) return `http://127.0.0.1:${environment.slice('local:'.length)}`;
+  return ENVIRONMENTS[environment as EnvironmentName];
+}
+
+function originOf(address: string): string | undefined {
+  try {
+    return new URL(address).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The server an environment and an --api-url name: the address (the URL if given, else the
+ * environment's), and the environment only when the address is its own, so that a custom URL is
+ * labelled by itself rather than by the environment it overrides.
+ */
+export function serverOf(environment: string, apiUrl: string | undefined, config: StoredConfig): { environment: string | null; address: string | undefined } {
+  const named = environmentAddress(environment, config);
+  const address = apiUrl ?? named;
+  const own = named !== undefined && address !== undefined && originOf(address) === originOf(named);
+  return { environment: own ? environment : null, address };
 }
 
 export interface Target {
-  environment: EnvironmentName;
+  /** The environment whose own address this is; null for a server named only by its URL. */
+  environment: string | null;
   baseUrl: string;
 }
+
+/** How a server is named to people: its address, and its environment when it is one. */
+export const describeTarget = (target: Target) => (target.environment === null ? target.baseUrl : `${target.baseUrl} (${target.environment})`);
 
 const LOOPBACK = new Set(['127.0.0.1', '[::1]']);
 
 /**
- * The base address: --api-url, else the account's own address, else the environment's. An API key
- * travels over HTTPS only, except to this machine's loopback with --allow-localhost.
+ * The base address: --api-url, else the account's own, else the environment's. An API key
+ * travels over HTTPS only, except to this machine's loopback with --allow-localhost, given now
+ * or stored with the account at login (then for the account's own address only).
  */
 export function resolveTarget(flags: CredentialFlags, credential: ResolvedCredential | undefined, config: StoredConfig): Target {
   const account = credential?.source === 'account' && credential.account ? config.accounts[credential.account] : undefined;
-  const environment = flags.environment ? parseEnvironment(flags.environment) : (account?.environment ?? 'prod');
-  const fromAccount = !flags.environment || flags.environment === account?.environment ? account?.apiUrl : undefined;
-  const named = environment === 'dev' ? config.devApiUrl : ENVIRONMENTS[environment];
-  const address = flags.apiUrl ?? fromAccount ?? named;
-  if (address === undefined) {
+  const environment = parseEnvironment(flags.environment ?? account?.environment ?? 'prod');
+  // The account's own server, unless the flags name another environment.
+  const own = account && (flags.environment === undefined || environment === account.environment) ? account : undefined;
+  const server = serverOf(environment, flags.apiUrl ?? own?.apiUrl, config);
+  if (server.address === undefined) {
     throw usageError('The dev environment has no address yet: run svc auth login --environment dev --api-url <url> once');
   }
-  return { environment, baseUrl: checkAddress(address, flags.allowLocalhost === true) };
+  const ownAddress = own ? serverOf(environment, own.apiUrl, config).address : undefined;
+  const storedAllow = own?.allowLocalhost === true && ownAddress !== undefined && originOf(ownAddress) === originOf(server.address);
+  return { environment: server.environment, baseUrl: checkAddress(server.address, flags.allowLocalhost === true || storedAllow) };
 }
 
 export function checkAddress(address: string, allowLocalhost: boolean): string {
@@ -141,7 +200,9 @@ export function checkAddress(address: string, allowLocalhost: boolean): string {
     throw usageError(`Refusing plain HTTP to ${url.origin}: API keys are sent only over HTTPS (plain HTTP only to 127.0.0.1, with --allow-localhost)`);
   }
   if (!allowLocalhost) {
-    throw usageError(`Refusing plain HTTP to ${url.origin}: pass --allow-localhost to talk to a server on this machine`);
+    throw usageError(
+      `Refusing plain HTTP to ${url.origin}: pass --allow-localhost to talk to a server on this machine (svc auth login … --allow-localhost stores it with the account)`,
+    );
   }
   return url.origin;
 }

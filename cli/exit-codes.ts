@@ -6,9 +6,14 @@ export const EXIT = {
   usage: 2,
   auth: 4,
   conflict: 5,
+  /** No answer within --timeout: the code timeout(1) uses, so scripts can retry on it alone. */
+  timeout: 124,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** How long svc waits for an answer unless --timeout or SVC_TIMEOUT say otherwise (exit 124 after). */
+export const DEFAULT_TIMEOUT_SECONDS = 30;
 
 export const EXIT_CODES_HELP = `Exit codes of svc:
 
@@ -21,6 +26,8 @@ export const EXIT_CODES_HELP = `Exit codes of svc:
   4  authentication required or refused: no credential, a legacy v2 key, an unknown,
      revoked or disabled key (401), or a credential that lacks the access (403)
   5  conflict (409): the request clashes with existing data, such as a duplicate team name
+124  timeout: the API did not answer within --timeout seconds (else SVC_TIMEOUT, default
+     ${DEFAULT_TIMEOUT_SECONDS}); the same code as timeout(1), so a script can retry on it alone
 
 With --format json, failures print the error envelope {ok: false, error, meta} on stdout too.
 `;
@@ -46,3 +53,13 @@ export class CliError extends Error {
 }
 
 export const usageError = (message: string, details?: unknown) => new CliError(EXIT.usage, message, 'usage_error', details);
+
+/**
+ * The one way svc starts a message on stderr: `svc: error: ` for anything that fails the
+ * command, `svc: warning: ` for what does not; the word red or yellow on a terminal.
+ */
+export function messageLine(kind: 'error' | 'warning', text: string, stream: NodeJS.WriteStream = process.stderr): string {
+  const colour = stream.isTTY === true && !process.env.NO_COLOR ? (kind === 'error' ? 31 : 33) : undefined;
+  const word = colour === undefined ? kind : `\x1b[${colour}m${kind}\x1b[39m`;
+  return `svc: ${word}: ${text}${text.endsWith('\n') ? '' : '\n'}`;
+}

@@ -1,5 +1,5 @@
 import { API_KEY_PREFIX } from '../src/access/api-keys.js';
-import { CliError, EXIT, exitCodeForStatus } from './exit-codes.js';
+import { CliError, DEFAULT_TIMEOUT_SECONDS, EXIT, exitCodeForStatus, usageError } from './exit-codes.js';
 import type { Target } from './config.js';
 import { packageVersion } from '../src/version.js';
 
@@ -34,11 +34,34 @@ export interface ApiRequest {
   body?: unknown;
 }
 
-/** One call to the v4 API; resolves with the success envelope, throws ApiError or CliError otherwise. */
-export async function callApi(target: Target, apiKey: string, request: ApiRequest): Promise<Envelope & { ok: true }> {
+/** --timeout, else SVC_TIMEOUT, else the default: seconds, fractions allowed, more than 0. */
+export function parseTimeout(flag: string | undefined, env: NodeJS.ProcessEnv): number {
+  const text = flag ?? (env.SVC_TIMEOUT || undefined);
+  if (text === undefined) return DEFAULT_TIMEOUT_SECONDS;
+  const seconds = Number(text);
+  if (text.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
+    throw usageError(`${flag !== undefined ? `--timeout ${text}` : `SVC_TIMEOUT=${text}`}: expected a number of seconds greater than 0`);
+  }
+  return seconds;
+}
+
+const isTimeout = (error: unknown) => error instanceof Error && error.name === 'TimeoutError';
+
+/**
+ * One call to the v4 API, answered in full within `timeoutSeconds` (headers and body); resolves
+ * with the success envelope, throws ApiError or CliError otherwise.
+ */
+export async function callApi(target: Target, apiKey: string, request: ApiRequest, timeoutSeconds: number): Promise<Envelope & { ok: true }> {
   await refuseLegacyKey(apiKey);
   const url = new URL(request.path, target.baseUrl);
   for (const [name, value] of Object.entries(request.query ?? {})) url.searchParams.set(name, value);
+  const timedOut = () =>
+    new CliError(
+      EXIT.timeout,
+      `${request.method} ${url.href}: no answer within ${timeoutSeconds} s (wait longer with --timeout <seconds> or SVC_TIMEOUT)`,
+      'timeout',
+    );
+  const signal = AbortSignal.timeout(timeoutSeconds * 1000);
   let response: Response;
   try {
     response = await fetch(url, {
@@ -49,12 +72,20 @@ export async function callApi(target: Target, apiKey: string, request: ApiReques
         ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
+      signal,
     });
   } catch (error) {
+    if (isTimeout(error)) throw timedOut();
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     throw new CliError(EXIT.failure, `Cannot reach ${target.baseUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, 'unreachable');
   }
-  const text = await response.text();
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (error) {
+    if (isTimeout(error)) throw timedOut();
+    throw new CliError(EXIT.failure, `${target.baseUrl} broke off its answer: ${(error as Error).message}`, 'unreachable');
+  }
   let envelope: Envelope;
   try {
     envelope = JSON.parse(text) as Envelope;

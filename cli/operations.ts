@@ -20,8 +20,10 @@ function listKeyOf(op: AnyOperation): string | undefined {
 }
 
 function optionFor(flag: FieldFlag): Option[] {
-  const choices = flag.choices.length > 0 && flag.choices.length <= 12 ? ` (one of: ${flag.choices.join(', ')})` : '';
-  const text = `${flag.description}${choices}${flag.required ? ' [required]' : ''}`;
+  // Choices the description does not already name; none for free text.
+  const unnamed = flag.choices.some((choice) => !flag.description.includes(choice));
+  const choices = unnamed && flag.choices.length <= 12 ? `(one of: ${flag.choices.join(', ')})` : '';
+  const text = [flag.description, choices, flag.required ? '[required]' : ''].filter(Boolean).join(' ');
   switch (flag.kind) {
     case 'boolean':
       return [new Option(`--${flag.flag}`, text), new Option(`--no-${flag.flag}`, `sets ${flag.field} to false`)];
@@ -115,13 +117,13 @@ async function walkPages(session: Session, op: AnyOperation, key: string, input:
   };
 }
 
-export function printEnvelope(envelope: Envelope, format: DataFormat): void {
+export function printEnvelope(envelope: Envelope, format: DataFormat, columns: AnyOperation['columns'] = {}): void {
   if (format === 'json') {
     process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
     return;
   }
   if (!envelope.ok) return;
-  const rendered = renderData(envelope.data, format, terminalWidth(), useColour(process.stdout));
+  const rendered = renderData(envelope.data, format, terminalWidth(), useColour(process.stdout), columns);
   process.stdout.write(rendered.stdout);
   for (const note of rendered.notes) process.stderr.write(`${style(useColour(process.stderr), 'dim', note)}\n`);
 }
@@ -130,7 +132,7 @@ async function runOperation(session: Session, op: AnyOperation, id: string | und
   const input = inputFromCommandLine(op, id, values);
   const key = listKeyOf(op);
   const envelope = key && values.all ? await walkPages(session, op, key, input) : await session.call(requestOf(op, input));
-  printEnvelope(envelope, session.format);
+  printEnvelope(envelope, session.format, op.columns);
   const data = envelope.data as ListData;
   if (key && !values.all && Array.isArray(data[key])) {
     const shown = (data[key] as unknown[]).length;

@@ -1,3 +1,5 @@
+import stringWidth from 'string-width';
+
 /*
  * Rendering of API data: `table` for people (fits the terminal), `text` for scripts (tab-separated,
  * nothing cut), `json` the envelope as the API sent it. Data goes to stdout, messages to stderr.
@@ -28,7 +30,7 @@ export function terminalWidth(stream: NodeJS.WriteStream = process.stdout, env: 
 const isRecord = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isScalar = (value: unknown) => value === null || ['string', 'number', 'boolean'].includes(typeof value);
 
-/** One cell: scalars as they are, lists of scalars joined, anything else as compact JSON. */
+/** One value for `text` output (scripts): scalars as they are, lists of scalars joined, anything else as compact JSON. */
 export function cell(value: unknown): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'string') return value.replace(/\s+/g, ' ');
@@ -37,76 +39,145 @@ export function cell(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** One value for people (table cells, wrapped lines): nested records as "key: value" pairs, never JSON. */
+function humanCell(value: unknown): string {
+  if (isRecord(value)) {
+    return Object.entries(value)
+      .filter(([, v]) => v !== null && v !== undefined)
+      .map(([k, v]) => `${k}: ${humanCell(v)}`)
+      .join(', ');
+  }
+  if (Array.isArray(value) && !value.every(isScalar)) return value.map(humanCell).join('; ');
+  return cell(value);
+}
+
+/** Columns a text takes on a terminal: a wide character such as 山 counts two, a combining mark none. */
+export const displayWidth = (text: string): number => stringWidth(text);
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/** Splits `text` after the longest start that fits `width` display columns, never inside a character. */
+function splitAtWidth(text: string, width: number): [string, string] {
+  let used = 0;
+  let end = 0;
+  for (const { segment, index } of graphemes.segment(text)) {
+    used += stringWidth(segment);
+    if (used > width) break;
+    end = index + segment.length;
+  }
+  return [text.slice(0, end), text.slice(end)];
+}
+
+/** At most `width` display columns, ending in an ellipsis when anything was cut. */
+export function truncate(text: string, width: number): string {
+  return stringWidth(text) <= width ? text : `${splitAtWidth(text, Math.max(0, width - 1))[0]}…`;
+}
+
+const padEnd = (text: string, width: number) => text + ' '.repeat(Math.max(0, width - stringWidth(text)));
+
 /** The part of the data worth a table: the first list of records, with the scalar fields beside it. */
-function splitData(data: unknown): { heading: Row; records: Row[] | undefined; list: unknown[] | undefined } {
-  if (Array.isArray(data)) return { heading: {}, records: data.every(isRecord) ? data : undefined, list: data };
-  if (!isRecord(data)) return { heading: { value: data }, records: undefined, list: undefined };
+function splitData(data: unknown): { heading: Row; listKey: string | undefined; records: Row[] | undefined; list: unknown[] | undefined } {
+  if (Array.isArray(data)) return { heading: {}, listKey: undefined, records: data.every(isRecord) ? data : undefined, list: data };
+  if (!isRecord(data)) return { heading: { value: data }, listKey: undefined, records: undefined, list: undefined };
   const listKey = Object.keys(data).find((key) => Array.isArray(data[key]) && (data[key] as unknown[]).every(isRecord) && (data[key] as unknown[]).length > 0)
     ?? Object.keys(data).find((key) => Array.isArray(data[key]));
-  if (listKey === undefined) return { heading: data, records: undefined, list: undefined };
+  if (listKey === undefined) return { heading: data, listKey, records: undefined, list: undefined };
   const list = data[listKey] as unknown[];
   // Paging fields are said on stderr ("Showing 1–20 of 57"), not between the records.
   const heading = Object.fromEntries(Object.entries(data).filter(([key]) => key !== listKey && !PAGING.includes(key)));
-  return { heading, records: list.every(isRecord) ? (list as Row[]) : undefined, list };
+  return { heading, listKey, records: list.every(isRecord) ? (list as Row[]) : undefined, list };
 }
 
 const PAGING = ['page', 'pageSize', 'totalCount', 'nextCursor'];
 
-const truncate = (text: string, width: number) => (text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`);
+/** A field of a record, or a nested one by dotted path (assignment.displayName). */
+function valueAt(record: Row, path: string): unknown {
+  let value: unknown = record;
+  for (const key of path.split('.')) value = isRecord(value) ? value[key] : undefined;
+  return value;
+}
 
-/** Columns that fit `width`: each at most its widest cell; the widest shrink first; trailing ones dropped if need be. */
-export function renderTable(records: Row[], width: number, colour = false): { text: string; hidden: string[] } {
+/**
+ * The declared columns first, in their order of importance (those the records have), then
+ * every other field in record order, except a nested record a declared path already reads from.
+ */
+function orderColumns(records: Row[], declared: readonly string[]): string[] {
+  const fields = [...new Set(records.flatMap((r) => Object.keys(r)))];
+  const present = declared.filter((path) => fields.includes(path.split('.')[0]!));
+  const covered = new Set(present.map((path) => path.split('.')[0]));
+  return [...present, ...fields.filter((field) => !covered.has(field))];
+}
+
+/** A column's heading: its field, or for a dotted path the field it reads from unless two paths read from one field. */
+function headerOf(column: string, order: readonly string[]): string {
+  const field = column.split('.')[0]!;
+  const shared = order.filter((c) => c.split('.')[0] === field).length > 1;
+  return (shared ? column : field).toUpperCase();
+}
+
+/** The least room worth giving a column cut to fit; with less, the column is hidden instead. */
+const MIN_CUT_WIDTH = 12;
+
+/**
+ * Columns that fit `width` display columns, most important (declared) first: each at most its
+ * widest cell and at most 36 wide, long values cut with an ellipsis. The first column that does
+ * not fit whole takes the room left when that is worth it; the columns after it are hidden.
+ */
+export function renderTable(records: Row[], width: number, colour = false, columns: readonly string[] = []): { text: string; hidden: string[] } {
   if (records.length === 0) return { text: '(none)\n', hidden: [] };
-  const columns = [...new Set(records.flatMap((r) => Object.keys(r)))];
-  const cells = records.map((r) => columns.map((c) => cell(r[c])));
-  const natural = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
+  const order = orderColumns(records, columns);
+  const headers = order.map((c) => headerOf(c, order));
+  const cells = records.map((r) => order.map((c) => humanCell(valueAt(r, c))));
   const GAP = 2;
-  // Long values are cut at a column's cap; columns that still do not fit are dropped from the right.
   const CAP = 36;
-  const widths = natural.map((w) => Math.min(w, CAP));
+  const widths = headers.map((h, i) => Math.min(CAP, Math.max(stringWidth(h), ...cells.map((row) => stringWidth(row[i]!)))));
+  widths[0] = Math.min(widths[0]!, width);
   let shown = 1;
   let used = widths[0]!;
-  while (shown < columns.length && used + GAP + widths[shown]! <= width) used += GAP + widths[shown++]!;
-  widths[0] = Math.min(widths[0]!, width);
+  while (shown < order.length && used + GAP + widths[shown]! <= width) used += GAP + widths[shown++]!;
+  const room = width - used - GAP;
+  if (shown < order.length && room >= MIN_CUT_WIDTH) widths[shown++] = room;
   const line = (values: string[]) =>
     values
       .slice(0, shown)
-      .map((v, i) => truncate(v, widths[i]!).padEnd(widths[i]!))
+      .map((v, i) => padEnd(truncate(v, widths[i]!), widths[i]!))
       .join(' '.repeat(GAP))
       .trimEnd();
-  const header = line(columns.map((c) => c.toUpperCase()));
-  const text = [style(colour, 'bold', header), ...cells.map(line)].join('\n');
-  return { text: `${text}\n`, hidden: columns.slice(shown) };
+  const text = [style(colour, 'bold', line(headers)), ...cells.map(line)].join('\n');
+  return { text: `${text}\n`, hidden: order.slice(shown) };
 }
 
-/** Greedy word wrap; a word longer than the room is cut into pieces. */
+/** Greedy word wrap to `room` display columns; a word longer than the room is cut into pieces. */
 function wrap(text: string, room: number): string[] {
   const lines = [''];
   for (const word of text.split(' ')) {
     const last = lines[lines.length - 1]!;
-    if (last === '' || last.length + 1 + word.length <= room) lines[lines.length - 1] = last ? `${last} ${word}` : word;
+    if (last === '' || stringWidth(last) + 1 + stringWidth(word) <= room) lines[lines.length - 1] = last ? `${last} ${word}` : word;
     else lines.push(word);
-    while (lines[lines.length - 1]!.length > room) {
-      const long = lines.pop()!;
-      lines.push(long.slice(0, room), long.slice(room));
+    while (stringWidth(lines[lines.length - 1]!) > room) {
+      const [head, rest] = splitAtWidth(lines.pop()!, room);
+      lines.push(head, rest);
     }
   }
   return lines;
 }
 
-/** A single record: one field per line, long values wrapped under their column rather than cut. */
-function keyValueLines(row: Row, width: number, colour: boolean): string {
+/**
+ * A record, one field per line: long values wrapped under their column rather than cut, a
+ * nested record indented beneath its name, a list of records as "- " items.
+ */
+function keyValueLines(row: Row, width: number, colour: boolean, indent = ''): string[] {
   const entries = Object.entries(row);
-  const keyWidth = Math.max(0, ...entries.map(([k]) => k.length));
-  const room = Math.max(20, width - keyWidth - 2);
-  return entries
-    .map(([k, v]) => {
-      const text = cell(v);
-      const chunks = wrap(text, room);
-      return chunks.map((chunk, i) => `${i === 0 ? style(colour, 'bold', k.padEnd(keyWidth)) : ' '.repeat(keyWidth)}  ${chunk}`.trimEnd()).join('\n');
-    })
-    .map((line) => `${line}\n`)
-    .join('');
+  const keyWidth = Math.max(0, ...entries.map(([k]) => stringWidth(k)));
+  const room = Math.max(20, width - indent.length - keyWidth - 2);
+  return entries.flatMap(([k, v]) => {
+    if (isRecord(v) && Object.keys(v).length > 0) return [`${indent}${style(colour, 'bold', k)}`, ...keyValueLines(v, width, colour, `${indent}  `)];
+    if (Array.isArray(v) && v.length > 0 && v.every(isRecord)) {
+      const items = v.map((item) => keyValueLines(item, width, colour, `${indent}  `).map((l, i) => (i === 0 ? `${indent}- ${l.slice(indent.length + 2)}` : l)));
+      return [`${indent}${style(colour, 'bold', k)}`, ...items.flat()];
+    }
+    return wrap(humanCell(v), room).map((chunk, i) => `${indent}${i === 0 ? style(colour, 'bold', padEnd(k, keyWidth)) : ' '.repeat(keyWidth)}  ${chunk}`.trimEnd());
+  });
 }
 
 export interface Rendered {
@@ -115,8 +186,15 @@ export interface Rendered {
   notes: string[];
 }
 
-export function renderData(data: unknown, format: Exclude<DataFormat, 'json'>, width: number, colour = false): Rendered {
-  const { heading, records, list } = splitData(data);
+/** `columns`: per list field of the data, the record fields its table shows first (the operation's `columns`). */
+export function renderData(
+  data: unknown,
+  format: Exclude<DataFormat, 'json'>,
+  width: number,
+  colour = false,
+  columns: Readonly<Record<string, readonly string[]>> = {},
+): Rendered {
+  const { heading, listKey, records, list } = splitData(data);
   if (format === 'text') {
     const head = Object.entries(heading).map(([k, v]) => `${k}\t${cell(v)}\n`).join('');
     const body = records
@@ -124,12 +202,14 @@ export function renderData(data: unknown, format: Exclude<DataFormat, 'json'>, w
       : (list ?? []).map((v) => `${cell(v)}\n`).join('');
     return { stdout: head + body, notes: [] };
   }
-  const head = Object.keys(heading).length > 0 ? keyValueLines(heading, width, colour) : '';
+  const head = Object.keys(heading).length > 0 ? keyValueLines(heading, width, colour).map((l) => `${l}\n`).join('') : '';
+  // Beside other fields, the list is named: "usage" under a legacy key, "subOrders" under an order.
+  const title = head && listKey ? `\n${style(colour, 'bold', listKey)}\n` : '';
   if (records) {
-    const table = renderTable(records, width, colour);
+    const table = renderTable(records, width, colour, listKey === undefined ? [] : columns[listKey]);
     const notes = table.hidden.length > 0 ? [`${table.hidden.length} column(s) hidden to fit ${width} columns (${table.hidden.join(', ')}); --format json shows all`] : [];
-    return { stdout: `${head}${head && '\n'}${table.text}`, notes };
+    return { stdout: `${head}${title}${table.text}`, notes };
   }
-  const body = list ? list.map((v) => `${cell(v)}\n`).join('') || '(none)\n' : '';
-  return { stdout: head + body, notes: [] };
+  const body = list ? list.map((v) => `${humanCell(v)}\n`).join('') || '(none)\n' : '';
+  return { stdout: `${head}${title}${body}`, notes: [] };
 }

@@ -1,10 +1,11 @@
 import { configPath, readConfig, requireCredential, resolveCredential, resolveTarget, type CredentialFlags, type ResolvedCredential, type StoredConfig, type Target } from './config.js';
 import { usageError } from './exit-codes.js';
-import { callApi, type ApiRequest, type Envelope } from './http.js';
+import { callApi, parseTimeout, type ApiRequest, type Envelope } from './http.js';
 import { DATA_FORMATS, type DataFormat } from './output.js';
 
 export interface GlobalOptions extends CredentialFlags {
   format?: string;
+  timeout?: string;
 }
 
 /** What every API command shares: the global flags, the config file and the resolved credential and address. */
@@ -36,10 +37,20 @@ export class Session {
     return resolveTarget(this.options, credential, this.config);
   }
 
+  /** Seconds to wait for each answer: --timeout, else SVC_TIMEOUT, else the default. */
+  get timeoutSeconds(): number {
+    return parseTimeout(this.options.timeout, this.env);
+  }
+
+  /** One call to a given server with a given key, within the timeout. */
+  request(target: Target, apiKey: string, request: ApiRequest): Promise<Envelope & { ok: true }> {
+    return callApi(target, apiKey, request, this.timeoutSeconds);
+  }
+
   /** One authenticated call, with the address checked before the key is sent anywhere. */
   async call(request: ApiRequest): Promise<Envelope & { ok: true }> {
     const target = this.target();
     const credential = requireCredential(this.credential());
-    return callApi(target, credential.apiKey, request);
+    return this.request(target, credential.apiKey, request);
   }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, Option } from 'commander';
 import { packageVersion } from '../src/version.js';
-import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from './exit-codes.js';
+import { CliError, DEFAULT_TIMEOUT_SECONDS, EXIT, EXIT_CODES_HELP, messageLine, type ExitCode } from './exit-codes.js';
 
 /*
  * svc: the command-line client of the v4 API, and the v2 → v4 scope audit. A start loads only
@@ -10,7 +10,7 @@ import { CliError, EXIT, EXIT_CODES_HELP, type ExitCode } from './exit-codes.js'
  */
 
 /** Global options that take a value, so the command word can be found without a full parse. */
-const VALUE_OPTIONS = new Set(['--api-key', '--environment', '--api-url', '--format']);
+const VALUE_OPTIONS = new Set(['--api-key', '--environment', '--api-url', '--format', '--timeout']);
 
 function commandWord(args: readonly string[]): string | undefined {
   for (let i = 0; i < args.length; i++) {
@@ -32,12 +32,20 @@ function buildProgram(): Command {
     .description('Command-line client of the Device Lifecycle Service v4 API, and the v2 → v4 scope audit')
     .version(packageVersion())
     .addOption(new Option('--api-key <key>', 'v4 API key (else SVC_API_KEY, else the active account)'))
-    .addOption(new Option('--environment <name>', 'prod (default), io (alias of prod), next (staging), local (127.0.0.1:3001) or dev (from the config file)'))
+    .addOption(
+      new Option(
+        '--environment <name>',
+        'prod (default), io (alias of prod), next (staging), local (127.0.0.1:3001; local:<port> for another port) or dev (from the config file)',
+      ),
+    )
     .addOption(new Option('--api-url <url>', 'base address of the API; overrides --environment'))
-    .addOption(new Option('--allow-localhost', 'allow plain HTTP to 127.0.0.1 (local servers only)'))
+    .addOption(new Option('--allow-localhost', 'allow plain HTTP to 127.0.0.1 (local servers only); auth login stores it with the account'))
     .addOption(new Option('--format <format>', 'table (default), json (the {ok, data, meta} envelope) or text; migrate audit: table, json or markdown'))
+    .addOption(new Option('--timeout <seconds>', `how long to wait for each answer of the API (else SVC_TIMEOUT, else ${DEFAULT_TIMEOUT_SECONDS}); exit 124 when it passes`))
     .addHelpText('after', '\nExit codes: svc help exit-codes.')
     .exitOverride()
+    // Commander's own messages ("error: unknown option …") take svc's one prefix too.
+    .configureOutput({ outputError: (message, write) => write(messageLine('error', message.replace(/^error: /, ''))) })
     .showSuggestionAfterError();
 }
 
@@ -52,7 +60,9 @@ async function register(program: Command, args: readonly string[], onExit: (code
       import('./operations.js'),
       import('./session.js'),
     ]);
-    registerOperationCommands(program, OPERATIONS, () => new Session(program.opts()));
+    // The command word's own operations when it names a resource (their flags come from JSON Schema, worth not computing for all).
+    const named = OPERATIONS.filter((op) => op.cli.split(' ')[0] === word);
+    registerOperationCommands(program, named.length > 0 ? named : OPERATIONS, () => new Session(program.opts()));
   }
   if (all || word === 'auth') (await import('./auth.js')).registerAuthCommands(program);
   if (all || word === 'migrate') (await import('./audit/command.js')).registerMigrateCommands(program, onExit);
@@ -84,9 +94,7 @@ function reportError(error: CliError, format: string | undefined): void {
         : { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) }, meta: {} };
     process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
   }
-  const colour = process.stderr.isTTY === true && !process.env.NO_COLOR;
-  const prefix = colour ? '\x1b[31msvc:\x1b[39m' : 'svc:';
-  process.stderr.write(`${prefix} ${error.message}${error.code && !['usage_error', 'error'].includes(error.code) ? ` (${error.code})` : ''}\n`);
+  process.stderr.write(messageLine('error', `${error.message}${error.code && !['usage_error', 'error'].includes(error.code) ? ` (${error.code})` : ''}`));
   const details = Array.isArray(error.details) ? (error.details as unknown[]) : [];
   for (const detail of details) {
     if (typeof detail === 'object' && detail !== null && 'field' in detail && 'message' in detail) {
@@ -115,9 +123,14 @@ export async function main(argv: string[]): Promise<number> {
       reportError(error, formatOf(program, args));
       return error.exitCode;
     }
-    process.stderr.write(`svc: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(messageLine('error', error instanceof Error ? (error.stack ?? error.message) : String(error)));
     return EXIT.failure;
   }
 }
 
+// A reader that stops early (svc … | head) ends the output, not the process with a stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(process.exitCode ?? EXIT.ok);
+});
 process.exitCode = await main(process.argv);

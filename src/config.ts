@@ -22,6 +22,8 @@ export const ConfigSchema = z.object({
   /** Expected `aud` of those ID tokens (the client id registered at the issuer). */
   oidcAudience: z.string().min(1).optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Log bytes held for a log reader that lags; lines beyond are dropped and counted (svc_log_lines_dropped_total). */
+  logBufferBytes: z.coerce.number().int().min(16_384).max(1_073_741_824).default(8_388_608),
   /** Courier tracking API that get_tracking merges live events from; unset = stored events only. */
   courierApiUrl: z.url({ protocol: /^https?$/ }).optional(),
   /** Per-call courier timeout: past it, tracking answers with the stored events alone. */
@@ -30,6 +32,15 @@ export const ConfigSchema = z.object({
   legacyV2Upstream: z.url({ protocol: /^https?$/ }).optional(),
   /** Per-call timeout of that forwarding: past it the v2 caller gets 504. */
   legacyV2TimeoutMs: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /**
+   * Share (0 to 1) of translated v2 GETs also sent to LEGACY_V2_UPSTREAM once the caller has its
+   * answer, to compare the two (the shadow check); 0 = off. Writes are never mirrored.
+   */
+  shadowSampleRate: z.coerce.number().min(0).max(1).default(0),
+  /** Per-call timeout of a shadow call: past it the call counts as legacy_slow. */
+  shadowTimeoutMs: z.coerce.number().int().min(100).max(60_000).default(5000),
+  /** Shadow calls in flight at most; a sample beyond them is dropped and counted. */
+  shadowMaxInFlight: z.coerce.number().int().min(1).max(1000).default(8),
   /** How often the gateway writes its per-key v2 call counts (a crash loses at most this much). */
   legacyUsageFlushMs: z.coerce.number().int().min(50).max(60_000).default(1000),
   /** Browser origins, besides loopback ones and PUBLIC_BASE_URL's, allowed to call /mcp (comma-separated). */
@@ -80,10 +91,14 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   oidcIssuer: 'OIDC_ISSUER',
   oidcAudience: 'OIDC_AUDIENCE',
   logLevel: 'LOG_LEVEL',
+  logBufferBytes: 'LOG_BUFFER_BYTES',
   courierApiUrl: 'COURIER_API_URL',
   courierTimeoutMs: 'COURIER_TIMEOUT_MS',
   legacyV2Upstream: 'LEGACY_V2_UPSTREAM',
   legacyV2TimeoutMs: 'LEGACY_V2_TIMEOUT_MS',
+  shadowSampleRate: 'SHADOW_SAMPLE_RATE',
+  shadowTimeoutMs: 'SHADOW_TIMEOUT_MS',
+  shadowMaxInFlight: 'SHADOW_MAX_IN_FLIGHT',
   legacyUsageFlushMs: 'LEGACY_USAGE_FLUSH_MS',
   mcpAllowedOrigins: 'MCP_ALLOWED_ORIGINS',
   oauthAccessTokenTtl: 'OAUTH_ACCESS_TOKEN_TTL',
@@ -120,6 +135,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<keyof C
   }
   if (parsed.data.oidcIssuer && !parsed.data.oidcAudience) {
     throw new ConfigError('Invalid configuration:\n  OIDC_AUDIENCE: required when OIDC_ISSUER is set');
+  }
+  if (parsed.data.shadowSampleRate > 0 && !parsed.data.legacyV2Upstream) {
+    throw new ConfigError('Invalid configuration:\n  SHADOW_SAMPLE_RATE: needs LEGACY_V2_UPSTREAM, the legacy v2 API to compare with');
   }
   return parsed.data;
 }

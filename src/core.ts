@@ -9,6 +9,7 @@ import { migrate } from './store/migrations.js';
 import { openChangeFeed, type ChangeFeed } from './store/change-feed.js';
 import { createAuthenticator, type Authenticator } from './access/authenticate.js';
 import { createIdTokenVerifier } from './access/id-token.js';
+import { FirstUseRecorder } from './access/first-use.js';
 import { createMailer, type Mailer } from './domain/mail.js';
 import { defaultMappingsDir, loadMappings, MappingError, type Mappings } from './gateway/mappings.js';
 import { createMetrics, type Metrics } from './gateway/metrics.js';
@@ -17,6 +18,7 @@ import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
 import { createAccessTokenVerifier } from './oauth/verifier.js';
 import { openSharedState, type SharedState } from './shared-state/index.js';
 import { requestSerializer } from './http/log-redaction.js';
+import { createStdoutLogOutput, type LogOutput } from './log-output.js';
 
 /** Everything an operation needs, built once per process from the parsed config. */
 export interface Core {
@@ -39,9 +41,13 @@ export interface Core {
   oauth: OAuthServer;
   /** The gateway's per-legacy-key call counts, written in batches. */
   legacyUsage: UsageRecorder;
+  /** Each API key's first successful v4 call (a successor key observed working). */
+  keyFirstUse: FirstUseRecorder;
   /** Rate limits and session records every instance shares: Redis when REDIS_URL is set. */
   shared: SharedState;
   close(): Promise<void>;
+  /** Writes the log lines still buffered for at most `withinMs`, then stops logging: the last step before exit. */
+  endLogs(withinMs: number): Promise<void>;
 }
 
 export interface CoreOptions {
@@ -69,11 +75,18 @@ export const REDACTED_PATHS = [
   ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
 ];
 
-export function createLogger(config: Config, destination?: DestinationStream): Logger {
+export function createLogger(config: Config, destination: DestinationStream): Logger {
   return pino(
     { level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, serializers: { req: requestSerializer } },
     destination,
   );
+}
+
+/** An injected logger writes where its caller decided; the core's own writes to stdout (see log-output.ts). */
+function coreLogger(config: Config, injected?: Logger): { logger: Logger; output?: LogOutput } {
+  if (injected) return { logger: injected };
+  const output = createStdoutLogOutput(config.logBufferBytes);
+  return { logger: createLogger(config, output), output };
 }
 
 function decodeKey(text: string): Buffer {
@@ -109,7 +122,7 @@ function loadPackageMappings(): Mappings {
 
 export async function createCore(config: Config, options: CoreOptions = {}): Promise<Core> {
   const mappings = options.mappings ?? loadPackageMappings();
-  const logger = options.logger ?? createLogger(config);
+  const { logger, output: logOutput } = coreLogger(config, options.logger);
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema });
   let changes: ChangeFeed | undefined;
   try {
@@ -120,6 +133,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
       config.oidcIssuer && config.oidcAudience ? createIdTokenVerifier(config.oidcIssuer, config.oidcAudience) : undefined;
     const mailer = createMailer(db, config, logger);
     const metrics = createMetrics(mappings.sunset);
+    if (logOutput) metrics.registry.registerMetric(logOutput.droppedLines);
     const feed = changes;
     const legacyUsage = new UsageRecorder(
       db,
@@ -127,6 +141,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
       config.legacyUsageFlushMs,
     );
     const now = options.now ?? (() => new Date());
+    const keyFirstUse = new FirstUseRecorder(db, now, (error) => logger.warn({ err: error }, 'first use of an API key not written; retried on its next call'));
     const oauth = createOAuthServer({ config, db, secretKey, now });
     const shared = await openSharedState(config, logger, metrics.registry, () => now().getTime());
     return {
@@ -142,14 +157,17 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
       oauth,
       changes: feed,
       legacyUsage,
+      keyFirstUse,
       shared,
       async close() {
         await legacyUsage.close();
+        await keyFirstUse.settled();
         await mailer.stop();
         await shared.close();
         await feed.close();
         await db.close();
       },
+      endLogs: (withinMs) => logOutput?.end(withinMs) ?? Promise.resolve(),
     };
   } catch (error) {
     await changes?.close().catch(() => undefined);

@@ -58,10 +58,29 @@ function output(flags: StoreFlags, data: unknown, human: string): void {
   process.stdout.write(flags.json ? `${JSON.stringify(data, null, 2)}\n` : `${human}\n`);
 }
 
+// Of the grace, requests that hold out leave a fifth, at most this, to close the store and write the last log lines.
+const CLOSING_RESERVE_MAX_MS = 2000;
+
+/** Whether `work` settles within `ms`; its rejection is passed on. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
- * Listens until SIGINT or SIGTERM, then drains: no new requests (503), in-flight ones finish within
- * SHUTDOWN_GRACE_MS (past it their connections are cut), then the store closes (usage flushed, shared
- * state and database closed). A second signal exits at once. Returns the URL it serves.
+ * Listens until SIGINT or SIGTERM, then drains and exits within SHUTDOWN_GRACE_MS, whatever hangs: no new
+ * requests (503); in-flight ones finish while more than the closing reserve (a fifth of the grace, at most
+ * 2 s) is left, then their connections are cut; the store closes (usage flushed, shared state and database
+ * closed); the log lines still buffered get the time left, so a log reader that stalls cannot hold the
+ * process. Exits 0, or 1 if closing failed or outlasted the grace. A second signal exits at once.
+ * Returns the URL it serves.
  */
 async function listenUntilSignalled(app: FastifyInstance, core: Core, config: Config): Promise<string> {
   let stopping = false;
@@ -71,21 +90,32 @@ async function listenUntilSignalled(app: FastifyInstance, core: Core, config: Co
       process.exit(1);
     }
     stopping = true;
-    core.logger.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing in-flight requests');
-    const grace = setTimeout(() => {
-      core.logger.warn('shutdown grace period over: closing the connections still open');
+    const graceMs = config.shutdownGraceMs;
+    const deadline = Date.now() + graceMs;
+    const timeLeft = () => Math.max(0, deadline - Date.now());
+    core.logger.info({ signal, graceMs }, 'shutting down: finishing in-flight requests');
+    const cut = setTimeout(() => {
+      core.logger.warn('in-flight requests outlasted their share of the shutdown grace: closing their connections');
       app.server.closeAllConnections();
-    }, config.shutdownGraceMs);
+    }, graceMs - Math.min(CLOSING_RESERVE_MAX_MS, graceMs / 5));
+    const closing = (async () => {
+      await app.close();
+      clearTimeout(cut);
+      await core.close();
+    })();
     let exitCode = 0;
     try {
-      await app.close();
-      clearTimeout(grace);
-      await core.close();
-      core.logger.info('stopped');
+      if (await settlesWithin(closing, timeLeft())) {
+        core.logger.info('stopped');
+      } else {
+        core.logger.error('shutdown grace period over before the store closed: exiting without it');
+        exitCode = 1;
+      }
     } catch (error) {
       core.logger.error({ err: error }, 'shutdown failed');
       exitCode = 1;
     }
+    await core.endLogs(timeLeft());
     process.exit(exitCode);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
-import { EXIT, usageError, type ExitCode } from '../exit-codes.js';
+import { EXIT, messageLine, usageError, type ExitCode } from '../exit-codes.js';
 import { terminalWidth, useColour } from '../output.js';
 import type { GlobalOptions } from '../session.js';
 import { buildReport, DEFAULT_FAIL_ON, FAIL_ON_VALUES, parseFailOn, type AuditInput, type AuditedKey, type UsageRow } from './report.js';
 import { AUDIT_FORMATS, renderMarkdownReport, renderTableReport, type AuditFormat } from './render.js';
 import { readScopeTable } from './scope-table.js';
+import { registerMigratePlanCommand } from './plan.js';
+import { registerShadowReportCommand } from './shadow-report.js';
 
 interface AuditFlags {
   scopes?: string;
@@ -107,7 +109,7 @@ async function runAudit(flags: AuditFlags, globals: GlobalOptions): Promise<Exit
 
   const report = buildReport(readScopeTable(), input);
   for (const scope of input.ignore.filter((s) => !report.scopes.some((f) => f.scope === s))) {
-    process.stderr.write(`svc: --ignore ${scope}: not among the audited scopes\n`);
+    process.stderr.write(messageLine('warning', `--ignore ${scope}: not among the audited scopes`));
   }
   if (format === 'json') process.stdout.write(`${JSON.stringify({ ok: true, data: report, meta: {} }, null, 2)}\n`);
   else if (format === 'markdown') process.stdout.write(renderMarkdownReport(report));
@@ -116,9 +118,10 @@ async function runAudit(flags: AuditFlags, globals: GlobalOptions): Promise<Exit
 }
 
 export function registerMigrateCommands(program: Command, done: (code: ExitCode) => void): void {
-  program
-    .command('migrate')
-    .description('move an integration off the v2 API')
+  const migrate = program.command('migrate').description('move an integration off the v2 API');
+  registerShadowReportCommand(migrate, done);
+  registerMigratePlanCommand(migrate, done);
+  migrate
     .command('audit')
     .description(
       'Audit v2 scopes against v4: for each scope its v4 capability, endpoints and status (mapped, mapped-broader, no-successor, covered-by-order-type) and, with --key, whether it was called; then the least v4 key to mint, the reissue steps and the days to the v2 sunset. --scopes and --scopes-file work offline from the bundled maps.',
@@ -133,7 +136,7 @@ export function registerMigrateCommands(program: Command, done: (code: ExitCode)
     .option('--user <email>', 'email of the dedicated non-personal v4 user in the printed commands', 'v4-integration@example.com')
     .option('--company <id>', 'the integration’s company in the printed commands (default: the key’s)')
     .option('--name <label>', 'the label of the new v4 user and key (default: the legacy key’s name + " (v4)")')
-    .addHelpText('after', '\nOutput: --format table (default), json or markdown (for a migration ticket).\nExit codes: 0 clean, 1 findings (see --fail-on), 2 bad input such as an unknown scope.')
+    .addHelpText('after', '\nA wildcard scope (api.orders.*) stands for every scope of the maps under it. A scope granted but not called in the window is to drop: it fails only under --fail-on unused. A retired (disabled) or quiet key is flagged.\nOutput: --format table (default), json or markdown (for a migration ticket).\nExit codes: 0 clean, 1 findings (see --fail-on), 2 bad input such as an unknown scope.')
     .action(async (flags: AuditFlags, command: Command) => {
       done(await runAudit(flags, command.optsWithGlobals<GlobalOptions>()));
     });

@@ -12,15 +12,17 @@ function usageCell(finding: ScopeFinding): string {
 
 function statusCell(finding: ScopeFinding): string {
   if (finding.ignored) return `${finding.status} (ignored)`;
+  if (finding.toDrop && finding.failsOn.length === 0) return `${finding.status} (drop)`;
   return finding.failsOn.length > 0 ? `${finding.status} ✗` : finding.status;
 }
 
+/** Columns in order of importance, so a narrow table keeps the usage and drops the endpoints first. */
 function rows(report: AuditReport, withNotes: boolean) {
   return report.scopes.map((f) => ({
     scope: f.scope,
+    ...(report.windowDays === null ? {} : { [`calls in ${report.windowDays} d`]: usageCell(f) }),
     status: statusCell(f),
     capability: f.capability ?? '— (stays on v2)',
-    ...(report.windowDays === null ? {} : { [`calls in ${report.windowDays} d`]: usageCell(f) }),
     endpoints: f.endpoints.join(', '),
     ...(withNotes ? { notes: f.comment ?? '' } : {}),
   }));
@@ -28,6 +30,22 @@ function rows(report: AuditReport, withNotes: boolean) {
 
 function title(report: AuditReport): string {
   return report.key ? `legacy key ${report.key.id} "${report.key.name}" (${report.key.companyId})` : report.source;
+}
+
+/** The line that flags a key not worth a migration as it stands: retired (disabled) or quiet (no call in the window). */
+function keyStateLine(report: AuditReport): string[] {
+  if (report.keyState === 'retired') return [`Retired: this v2 key was disabled on ${report.key!.disabledAt!.slice(0, 10)}`];
+  if (report.keyState === 'quiet') {
+    const last = report.key?.lastUsedAt ? `last call ${report.key.lastUsedAt.slice(0, 10)}` : 'never called';
+    return [`Quiet: this v2 key made no call in the last ${report.windowDays} days (${last})`];
+  }
+  return [];
+}
+
+/** Which concrete scopes each held wildcard (api.orders.*) grants. */
+function wildcardLines(report: AuditReport): string[] {
+  const wildcards = [...new Set(report.scopes.flatMap((f) => (f.grantedAs ? [f.grantedAs] : [])))];
+  return wildcards.map((w) => `${w} grants: ${report.scopes.filter((f) => f.grantedAs === w).map((f) => f.scope).join(', ')}`);
 }
 
 function verdict(report: AuditReport): string {
@@ -42,10 +60,12 @@ export function renderTableReport(report: AuditReport, width: number, colour: bo
   const table = renderTable(rows(report, false), width, colour);
   const lines = [
     style(colour, 'bold', `v2 → v4 scope audit of ${title(report)}, as of ${report.asOf}`),
+    ...keyStateLine(report).map((line) => style(colour, 'yellow', line)),
     '',
     table.text.trimEnd(),
     ...(table.hidden.length > 0 ? [`(${table.hidden.join(', ')}: hidden to fit ${width} columns; --format markdown or json shows them)`] : []),
     '',
+    ...wildcardLines(report),
     ...report.scopes.filter((f) => f.comment).map((f) => `${f.scope}: ${f.comment}`),
     '',
     `Minimal v4 capabilities: ${summary.capabilities.join(', ') || '(none)'}`,
@@ -64,19 +84,28 @@ export function renderTableReport(report: AuditReport, width: number, colour: bo
 
 const escape = (text: string) => text.replace(/\|/g, '\\|');
 
+/** A markdown table of records, headed by the first record's fields. */
+export function markdownTable(records: Record<string, unknown>[]): string[] {
+  const header = Object.keys(records[0] ?? {});
+  if (header.length === 0) return ['(none)'];
+  return [
+    `| ${header.join(' | ')} |`,
+    `| ${header.map(() => '---').join(' | ')} |`,
+    ...records.map((row) => `| ${Object.values(row).map((v) => escape(String(v))).join(' | ')} |`),
+  ];
+}
+
 export function renderMarkdownReport(report: AuditReport): string {
-  const table = rows(report, true);
-  const header = Object.keys(table[0] ?? { scope: '' });
   const { summary } = report;
   const list = (items: string[]) => (items.length > 0 ? items.map((s) => `\`${s}\``).join(', ') : 'none');
   return [
     `## v2 → v4 scope audit: ${title(report)}`,
     '',
     `As of ${report.asOf}; the v2 API ends on ${summary.sunset} (**${summary.daysToSunset} days left**).`,
+    ...keyStateLine(report).map((line) => `\n**${line}**`),
+    ...wildcardLines(report).map((line) => `\n${line}`),
     '',
-    `| ${header.join(' | ')} |`,
-    `| ${header.map(() => '---').join(' | ')} |`,
-    ...table.map((row) => `| ${Object.values(row).map((v) => escape(String(v))).join(' | ')} |`),
+    ...markdownTable(rows(report, true)),
     '',
     '### Summary',
     '',

@@ -1,6 +1,7 @@
 import { closest } from '../../src/did-you-mean.js';
 import { usageError } from '../exit-codes.js';
-import { ruleCovers, ruleFor, SCOPE_STATUSES, type ScopeStatus, type ScopeTable } from './scope-table.js';
+import { callsSince, leastCapabilities, ruleCovers, ruleFor } from '../../src/gateway/scope-rules.js';
+import { SCOPE_STATUSES, type ScopeRule, type ScopeStatus, type ScopeTable } from './scope-table.js';
 
 /*
  * The scope audit: for each v2 scope of an integration, what it becomes in v4 and whether it is
@@ -25,6 +26,9 @@ export interface AuditedKey {
   companyId: string;
   name: string;
   scopes: string[];
+  /** From the admin API: when the key was disabled (retired), and its last v2 call. */
+  disabledAt?: string | null;
+  lastUsedAt?: string | null;
 }
 
 export interface AuditInput {
@@ -46,6 +50,8 @@ export interface AuditInput {
 
 export interface ScopeFinding {
   scope: string;
+  /** The wildcard scope (`api.orders.*`) the integration holds that grants this one; null when held as such. */
+  grantedAs: string | null;
   status: ScopeStatus;
   capability: string | null;
   endpoints: string[];
@@ -55,6 +61,8 @@ export interface ScopeFinding {
   calls: number | null;
   lastCalled: string | null;
   ignored: boolean;
+  /** Granted but not called in the window: to drop, so it fails only on `unused`. */
+  toDrop: boolean;
   /** Why it fails the audit under --fail-on; empty when it does not. */
   failsOn: FailOn[];
 }
@@ -65,12 +73,15 @@ export interface AuditReport {
   asOf: string;
   windowDays: number | null;
   scopes: ScopeFinding[];
+  /** With --key: `retired` (disabled), `quiet` (no v2 call in the window) or `active`; null without a key. */
+  keyState: KeyState | null;
   summary: {
     capabilities: string[];
     unusedScopes: string[];
     stayOnV2: string[];
     review: string[];
-    userCommand: string;
+    /** Null when there is nothing to mint, and so no v4 user to create. */
+    userCommand: string | null;
     mintCommand: string | null;
     checklist: string[];
     sunset: string;
@@ -80,12 +91,21 @@ export interface AuditReport {
   findings: string[];
 }
 
+export type KeyState = 'active' | 'quiet' | 'retired';
+
 const DAY_MS = 86_400_000;
+
+/** A held scope as table rules: its own rule, or each rule under a held `prefix.*` wildcard without a rule of its own. */
+function rulesOf(table: ScopeTable, scope: string): { rule: ScopeRule; grantedAs: string | null }[] {
+  const own = ruleFor(table.rules, scope);
+  if (own) return [{ rule: own, grantedAs: null }];
+  return scope.endsWith('.*') ? table.rules.filter((r) => ruleCovers(scope, r.name)).map((rule) => ({ rule, grantedAs: scope })) : [];
+}
 
 /** Refuses unknown scopes all at once, each with the nearest known name. */
 export function checkScopes(table: ScopeTable, scopes: readonly string[]): void {
   const names = table.rules.map((r) => r.name);
-  const unknown = scopes.filter((s) => !ruleFor(table, s));
+  const unknown = scopes.filter((s) => rulesOf(table, s).length === 0);
   if (unknown.length === 0) return;
   const problems = unknown.map((s) => {
     const suggestion = closest(names, s);
@@ -103,19 +123,53 @@ export function parseFailOn(text: string): FailOn[] {
 
 const quote = (text: string) => (/^[A-Za-z0-9@._:,/+-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
 
+function keyStateOf(key: AuditedKey | undefined, findings: ScopeFinding[]): KeyState | null {
+  if (!key) return null;
+  if (key.disabledAt) return 'retired';
+  return findings.every((f) => f.calls === 0) ? 'quiet' : 'active';
+}
+
+function checklistOf(input: AuditInput, report: { userCommand: string | null; mintCommand: string | null; stayOnV2: string[]; keyState: KeyState | null }): string[] {
+  const { userCommand, mintCommand, stayOnV2, keyState } = report;
+  const keyId = input.key?.id ?? '<legacy key id>';
+  if (keyState === 'retired') {
+    return [`Nothing to reissue: the v2 key was disabled on ${input.key!.disabledAt!.slice(0, 10)}; mint a v4 key only if the integration still runs somewhere`];
+  }
+  const keep = stayOnV2.length > 0 ? [`Keep the v2 key until the sunset for the scopes without a v4 successor: ${stayOnV2.join(', ')}`] : [];
+  if (!userCommand || !mintCommand) {
+    const why =
+      keyState === 'quiet'
+        ? `the key made no v2 call in the last ${input.days} days`
+        : `no scope ${input.usage ? `it called in the last ${input.days} days` : 'of this integration'} has a v4 successor`;
+    const end = keep.length > 0 ? keep : [`Disable the v2 key once its owner confirms the integration is gone: \`svc legacy-keys disable ${keyId}\``];
+    return [`Mint no v4 key: ${why}`, ...end];
+  }
+  return [
+    `Provision a dedicated non-personal user: \`${userCommand}\``,
+    `Mint a v4 key as that user with only the needed capabilities: \`${mintCommand}\``,
+    'Send it in the `X-API-KEY` header',
+    'Verify with `GET /v4/me`: `svc auth login --api-key <new key> && svc auth status`',
+    'Adapt calls to the v4 contract changes, pagination first (lists return the envelope, at most 50 per page)',
+    ...keep,
+  ];
+}
+
 export function buildReport(table: ScopeTable, input: AuditInput): AuditReport {
-  const scopes = [...new Set(input.scopes)];
-  checkScopes(table, scopes);
+  const held = [...new Set(input.scopes)];
+  checkScopes(table, held);
   const since = new Date(input.asOf.getTime() - input.days * DAY_MS).toISOString().slice(0, 10);
-  const findings: ScopeFinding[] = scopes.map((scope) => {
-    const rule = ruleFor(table, scope)!;
-    const rows = input.usage?.filter((row) => row.scope === scope || ruleCovers(scope, row.scope));
-    const calls = rows ? rows.filter((row) => row.day >= since).reduce((sum, row) => sum + row.calls, 0) : null;
-    const lastCalled = rows?.map((row) => row.day).sort().at(-1) ?? null;
-    const ignored = input.ignore.includes(scope);
-    const failsOn = ignored ? [] : input.failOn.filter((f) => f === rule.status || (f === 'unused' && calls === 0));
+  const expanded = held.flatMap((scope) => rulesOf(table, scope).map(({ rule, grantedAs }) => ({ scope: grantedAs === null ? scope : rule.name, rule, grantedAs })));
+  const unique = expanded.filter((e, i) => expanded.findIndex((other) => other.scope === e.scope) === i);
+  const findings: ScopeFinding[] = unique.map(({ scope, rule, grantedAs }) => {
+    const calls = input.usage ? callsSince(input.usage, scope, since) : null;
+    const lastCalled = input.usage?.filter((row) => ruleCovers(scope, row.scope)).map((row) => row.day).sort().at(-1) ?? null;
+    const ignored = input.ignore.includes(scope) || (grantedAs !== null && input.ignore.includes(grantedAs));
+    const toDrop = calls === 0;
+    // A scope to drop is advice, not a failure: it fails only when --fail-on names `unused`.
+    const failsOn = ignored ? [] : input.failOn.filter((f) => (f === 'unused' ? toDrop : f === rule.status && !toDrop));
     return {
       scope,
+      grantedAs,
       status: rule.status,
       capability: rule.capability ?? null,
       endpoints: rule.endpoints,
@@ -123,43 +177,36 @@ export function buildReport(table: ScopeTable, input: AuditInput): AuditReport {
       calls,
       lastCalled,
       ignored,
+      toDrop,
       failsOn,
     };
   });
   // Translate only what the integration calls: unused scopes earn no capability.
-  const needed = new Set(findings.filter((f) => f.capability && f.calls !== 0).map((f) => f.capability!));
-  const capabilities = [...new Set(table.rules.map((r) => r.capability))].filter((c): c is string => c !== undefined && needed.has(c));
+  const capabilities = leastCapabilities(table.rules, findings.map((f) => f.scope), input.usage ? { rows: input.usage, since } : undefined);
   const name = input.name ?? (input.key ? `${input.key.name} (v4)` : 'v4 integration');
   const company = input.company ?? input.key?.companyId ?? '<company-id>';
-  const userCommand = `svc-server users create --email ${quote(input.user)} --name ${quote(name)} --role admin --company ${company} --non-personal`;
-  const mintCommand =
-    capabilities.length > 0 ? `svc-server keys mint --user ${quote(input.user)} --capabilities ${capabilities.join(',')} --name ${quote(name)}` : null;
-  const stayOnV2 = findings.filter((f) => f.status === 'no-successor').map((f) => f.scope);
-  const review = findings.filter((f) => f.status === 'mapped-broader').map((f) => f.scope);
-  const checklist = [
-    `Provision a dedicated non-personal user: \`${userCommand}\``,
-    mintCommand
-      ? `Mint a v4 key as that user with only the needed capabilities: \`${mintCommand}\``
-      : 'Mint no v4 key: no scope of this integration has a v4 successor',
-    'Send it in the `X-API-KEY` header',
-    'Verify with `GET /v4/me`: `svc auth login --api-key <new key> && svc auth status`',
-    'Adapt calls to the v4 contract changes, pagination first (lists return the envelope, at most 50 per page)',
-    ...(stayOnV2.length > 0 ? [`Keep the v2 key until the sunset for the scopes without a v4 successor: ${stayOnV2.join(', ')}`] : []),
-  ];
+  const keyState = keyStateOf(input.key, findings);
+  const minting = capabilities.length > 0 && keyState !== 'retired';
+  const userCommand = minting ? `svc-server users create --email ${quote(input.user)} --name ${quote(name)} --role admin --company ${company} --non-personal` : null;
+  const mintCommand = minting ? `svc-server keys mint --user ${quote(input.user)} --capabilities ${capabilities.join(',')} --name ${quote(name)}` : null;
+  const kept = findings.filter((f) => !f.toDrop);
+  const stayOnV2 = kept.filter((f) => f.status === 'no-successor').map((f) => f.scope);
+  const review = kept.filter((f) => f.status === 'mapped-broader').map((f) => f.scope);
   return {
     source: input.source,
     key: input.key ?? null,
     asOf: input.asOf.toISOString().slice(0, 10),
     windowDays: input.usage ? input.days : null,
     scopes: findings,
+    keyState,
     summary: {
       capabilities,
-      unusedScopes: findings.filter((f) => f.calls === 0).map((f) => f.scope),
+      unusedScopes: findings.filter((f) => f.toDrop).map((f) => f.scope),
       stayOnV2,
       review,
       userCommand,
       mintCommand,
-      checklist,
+      checklist: checklistOf(input, { userCommand, mintCommand, stayOnV2, keyState }),
       sunset: table.sunset.toISOString().slice(0, 10),
       daysToSunset: Math.max(0, Math.ceil((table.sunset.getTime() - input.asOf.getTime()) / DAY_MS)),
     },

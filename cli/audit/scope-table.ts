@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import type { ScopeRuleLike } from '../../src/gateway/scope-rules.js';
 import { usageError } from '../exit-codes.js';
 
 /*
@@ -14,11 +15,8 @@ import { usageError } from '../exit-codes.js';
 export const SCOPE_STATUSES = ['mapped', 'mapped-broader', 'covered-by-order-type', 'no-successor'] as const;
 export type ScopeStatus = (typeof SCOPE_STATUSES)[number];
 
-export interface ScopeRule {
-  /** A v2 scope, or a prefix ending in `.*` covering every scope under it. */
-  name: string;
+export interface ScopeRule extends ScopeRuleLike {
   status: ScopeStatus;
-  capability: string | undefined;
   endpoints: string[];
   note: string | undefined;
   reason: string | undefined;
@@ -62,14 +60,4 @@ export function readScopeTable(dir = bundledMappingsDir()): ScopeTable {
     };
   });
   return { rules, sunset };
-}
-
-/** Does a rule (possibly a `prefix.*` wildcard) cover this v2 scope? */
-export function ruleCovers(ruleName: string, scope: string): boolean {
-  return ruleName === scope || (ruleName.endsWith('.*') && scope.startsWith(ruleName.slice(0, -1)));
-}
-
-/** The rule of a v2 scope: an exact rule wins over a wildcard. */
-export function ruleFor(table: ScopeTable, scope: string): ScopeRule | undefined {
-  return table.rules.find((r) => r.name === scope) ?? table.rules.find((r) => ruleCovers(r.name, scope));
 }

@@ -2,12 +2,14 @@ import proxy from '@fastify/http-proxy';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../core.js';
 import { baseApp } from '../http/app.js';
+import { callUpstream } from '../http/upstream.js';
+import { shadowReportFor } from '../operations/shadow-report.js';
 import { httpV4Client } from './http-v4-client.js';
-import { registerV2Routes } from './v2-routes.js';
+import { registerV2Routes, upstreamFailure } from './v2-routes.js';
 import type { V4Client } from './v4-client.js';
 
 /** Everything of the core but /v2, which the gateway serves itself. */
-const PROXIED_PREFIXES = ['/v4', '/mcp', '/.well-known', '/api/oauth', '/app', '/openapi.json', '/docs'];
+const PROXIED_PREFIXES = ['/v4', '/mcp', '/.well-known', '/api/oauth', '/app', '/openapi.json', '/openapi-v2.json', '/docs'];
 
 /**
  * The gateway as its own process: /v2 translated to v4 calls over HTTP to the core, the rest
@@ -22,6 +24,8 @@ export async function buildGatewayApp(
   const app = baseApp(core);
   registerV2Routes(app, core, (requestId) => decorateV4(httpV4Client(core, upstreamUrl, requestId)));
 
+  registerShadowReport(app, core, upstreamUrl);
+
   // baseApp refuses legacy keys on these paths before proxying, so one never reaches the core through the gateway.
   for (const prefix of PROXIED_PREFIXES) {
     await app.register(proxy, {
@@ -35,4 +39,31 @@ export async function buildGatewayApp(
     });
   }
   return app;
+}
+
+const SHADOW_REPORT_PATH = '/v4/admin/shadow-report';
+
+/**
+ * The shadow check runs in this process, so its report is answered here rather than by the core,
+ * whose check sees no v2 traffic. The core still authenticates the caller: GET /v4/me with the
+ * caller's own credential says who it is; the core's refusal (401, say) is passed on as it came.
+ */
+function registerShadowReport(app: FastifyInstance, core: Core, upstreamUrl: string): void {
+  const base = upstreamUrl.replace(/\/+$/, '');
+  const timeoutMs = core.config.legacyV2TimeoutMs;
+  app.get(SHADOW_REPORT_PATH, async (request, reply) => {
+    const credentials = Object.fromEntries(
+      (['authorization', 'x-api-key'] as const).flatMap((name) => (typeof request.headers[name] === 'string' ? [[name, request.headers[name]]] : [])),
+    );
+    let me;
+    try {
+      me = await callUpstream(`${base}/v4/me`, { method: 'GET', headers: { ...credentials, 'x-request-id': request.id, accept: 'application/json' }, timeoutMs });
+    } catch (error) {
+      throw upstreamFailure(core, error, { kind: 'v4', name: 'The v4 core', call: 'GET /v4/me', timeoutMs });
+    }
+    if (me.status !== 200) return reply.status(me.status).type(me.contentType ?? 'application/json').send(me.text);
+    const { user, companies } = (JSON.parse(me.text) as { data: { user: { role: string }; companies: { id: string }[] } }).data;
+    const data = shadowReportFor(core, { role: user.role, companyIds: companies.map((c) => c.id) });
+    return { ok: true, data, meta: { requestId: request.id } };
+  });
 }

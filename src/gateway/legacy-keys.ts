@@ -12,6 +12,7 @@ import { and, sql, type Sql } from '../store/sql.js';
 import { AppError, badRequest, conflict, notFound, validationError } from '../errors.js';
 import { closest } from '../did-you-mean.js';
 import { capabilitiesForScopes, scopeEntryFor, type Mappings } from './mappings.js';
+import { cutoverOf, type Cutover, type DisabledBy } from './cutover-stage.js';
 
 /*
  * Legacy v2 keys, registered in the gateway. Each is bound to a company and holds v2 scopes;
@@ -56,6 +57,8 @@ export interface LegacyKeySummary {
   createdAt: string;
   disabledAt: string | null;
   lastUsedAt: string | null;
+  /** Its stage on the way to its successor v4 key, with the dates. */
+  cutover: Cutover;
 }
 
 export interface CreatedLegacyKey extends LegacyKeySummary {
@@ -94,9 +97,12 @@ function parseInput<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
   return parsed.data;
 }
 
-/** A domain must not contain `_`, which our ids do; the local part keeps the legacy key id intact. */
-function bridgeEmail(legacyKeyId: string, companyId: string): string {
-  return `v2-bridge+${legacyKeyId}@${companyId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}.invalid`;
+/**
+ * The email of a non-personal user dedicated to one legacy key (its v2 bridge, its v4 successor).
+ * A domain must not contain `_`, which our ids do; the local part keeps the legacy key id intact.
+ */
+export function dedicatedUserEmail(role: 'v2-bridge' | 'v4-successor', legacyKeyId: string, companyId: string): string {
+  return `${role}+${legacyKeyId}@${companyId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}.invalid`;
 }
 
 interface LegacyKeyRow {
@@ -111,15 +117,30 @@ interface LegacyKeyRow {
   created_at: string;
   disabled_at: string | null;
   last_used_at: string | null;
+  disabled_by: DisabledBy | null;
+  disable_reason: string | null;
+  successor_key_id: string | null;
+  successor_user_id: string | null;
+  successor_capabilities: Capability[] | null;
+  successor_minted_at: string | null;
+  successor_first_used_at: string | null;
+  successor_active: boolean | null;
 }
 
-async function selectKeys(db: Queryable, where: Sql): Promise<LegacyKeySummary[]> {
+/** Reads keys with their cutover facts; the stage is derived at the core's clock. */
+async function selectKeys(db: Queryable, core: Core, where: Sql): Promise<LegacyKeySummary[]> {
   const rows = await db.query<LegacyKeyRow>(sql`
     SELECT l.id, l.company_id, l.name, l.key_hint, l.scopes, l.bridge_user_id, l.bridge_key_id,
-      COALESCE(k.capabilities, '{}'::text[]) AS capabilities, l.created_at, l.disabled_at, l.last_used_at
+      COALESCE(k.capabilities, '{}'::text[]) AS capabilities, l.created_at, l.disabled_at, l.last_used_at,
+      l.disabled_by, l.disable_reason, l.successor_key_id, s.user_id AS successor_user_id,
+      s.capabilities AS successor_capabilities, l.successor_minted_at, s.first_used_at AS successor_first_used_at,
+      (s.revoked_at IS NULL AND su.disabled_at IS NULL) AS successor_active
     FROM legacy_keys l LEFT JOIN api_keys k ON k.id = l.bridge_key_id
+      LEFT JOIN api_keys s ON s.id = l.successor_key_id LEFT JOIN users su ON su.id = s.user_id
     WHERE ${where}
     ORDER BY l.created_at, l.id`);
+  const now = core.now();
+  const { quietDays, autoDisable } = core.mappings.sunset.cutover;
   return rows.map((row) => ({
     id: row.id,
     companyId: row.company_id,
@@ -132,6 +153,28 @@ async function selectKeys(db: Queryable, where: Sql): Promise<LegacyKeySummary[]
     createdAt: row.created_at,
     disabledAt: row.disabled_at,
     lastUsedAt: row.last_used_at,
+    cutover: cutoverOf(
+      {
+        createdAt: row.created_at,
+        lastUsedAt: row.last_used_at,
+        // The bridge holds exactly the capabilities of the key's scopes with a successor.
+        hasV4Successor: row.bridge_key_id !== null,
+        successor: row.successor_key_id
+          ? {
+              keyId: row.successor_key_id,
+              userId: row.successor_user_id!,
+              capabilities: row.successor_capabilities!,
+              mintedAt: row.successor_minted_at!,
+              firstUsedAt: row.successor_first_used_at,
+              active: row.successor_active === true,
+            }
+          : null,
+        disabled: row.disabled_at ? { at: row.disabled_at, by: row.disabled_by!, reason: row.disable_reason } : null,
+      },
+      now,
+      quietDays,
+      autoDisable,
+    ),
   }));
 }
 
@@ -143,9 +186,10 @@ export interface LegacyKeyFilter {
 
 /** Never returns hashes or keys: only what an operator needs to recognise and audit a key. Counts this instance's usage first. */
 export async function listLegacyKeys(core: Core, { companyIds, id }: LegacyKeyFilter = {}): Promise<LegacyKeySummary[]> {
-  await core.legacyUsage.flush();
+  await Promise.all([core.legacyUsage.flush(), core.keyFirstUse.settled()]);
   return selectKeys(
     core.db,
+    core,
     and([
       ...(companyIds === undefined ? [] : [sql`l.company_id = ANY(${[...companyIds]}::text[])`]),
       ...(id === undefined ? [] : [sql`l.id = ${id}`]),
@@ -170,7 +214,7 @@ async function register(
   if (existing) throw duplicateKey(existing);
 
   const id = newId('lk');
-  const email = bridgeEmail(id, input.companyId);
+  const email = dedicatedUserEmail('v2-bridge', id, input.companyId);
   const label = `v2 bridge: ${input.name}`;
   // Admin of this one company: scoping then reaches exactly what a company-bound v2 key reached.
   const bridgeUserId = await createUser(tx, {
@@ -185,15 +229,15 @@ async function register(
   const bridge = capabilities.length > 0 ? await mintKeyForUser(tx, email, capabilities, label) : undefined;
   try {
     await tx.query(sql`
-      INSERT INTO legacy_keys (id, company_id, name, key_hash, key_hint, scopes, bridge_user_id, bridge_key_id, bridge_key_ciphertext)
+      INSERT INTO legacy_keys (id, company_id, name, key_hash, key_hint, scopes, bridge_user_id, bridge_key_id, bridge_key_ciphertext, created_at)
       VALUES (${id}, ${input.companyId}, ${input.name}, ${keyHash}, ${keyHint(rawKey)}, ${scopes}::text[], ${bridgeUserId},
-        ${bridge?.keyId ?? null}, ${bridge ? encryptSecret(core.secretKey, bridge.rawKey, id) : null})`);
+        ${bridge?.keyId ?? null}, ${bridge ? encryptSecret(core.secretKey, bridge.rawKey, id) : null}, ${core.now().toISOString()})`);
   } catch (error) {
     // A concurrent registration of the same key got there first.
     if (pgErrorCode(error) === UNIQUE_VIOLATION) throw duplicateKey();
     throw error;
   }
-  const [created] = await selectKeys(tx, sql`l.id = ${id}`);
+  const [created] = await selectKeys(tx, core, sql`l.id = ${id}`);
   return { ...created!, ...(input.rawKey === undefined ? { rawKey } : {}) };
 }
 
@@ -253,23 +297,44 @@ export async function importLegacyKeys(
   return { imported: keys.length, keys };
 }
 
-/** Stops the legacy key and everything it bridged to, from the next request on. */
-export async function disableLegacyKey(core: Core, id: string): Promise<LegacyKeySummary> {
+/** Who disables a key, and why; recorded with the date and shown with the key. */
+export interface Disabling {
+  by: DisabledBy;
+  /** The admin's user id, when an admin disables. */
+  userId?: string;
+  reason?: string;
+}
+
+/**
+ * Disables the key if it is active and `condition` (over `legacy_keys l`) still holds, in one
+ * conditional UPDATE: of several instances deciding at once, exactly one disables it. Revokes what
+ * it bridged to in the same transaction. Returns the key, or undefined when nothing was disabled.
+ */
+export async function disableIf(core: Core, id: string, disabling: Disabling, condition: Sql = sql`TRUE`): Promise<LegacyKeySummary | undefined> {
   return core.db.transaction(async (tx) => {
-    const [row] = await tx.query<{ disabled_at: string | null; bridge_user_id: string; bridge_key_id: string | null }>(
-      sql`SELECT disabled_at, bridge_user_id, bridge_key_id FROM legacy_keys WHERE id = ${id} FOR UPDATE`,
-    );
-    if (!row) throw notFound('Legacy key', id);
-    if (row.disabled_at) throw conflict('legacy_key_disabled', `Legacy key ${id} is already disabled`);
-    await tx.query(sql`UPDATE legacy_keys SET disabled_at = now() WHERE id = ${id}`);
+    const [row] = await tx.query<{ bridge_user_id: string; bridge_key_id: string | null }>(sql`
+      UPDATE legacy_keys l SET disabled_at = ${core.now().toISOString()}, disabled_by = ${disabling.by},
+        disabled_by_user_id = ${disabling.userId ?? null}, disable_reason = ${disabling.reason ?? null}
+      WHERE l.id = ${id} AND l.disabled_at IS NULL AND ${condition}
+      RETURNING l.bridge_user_id, l.bridge_key_id`);
+    if (!row) return undefined;
     if (row.bridge_key_id) {
       await tx.query(sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${row.bridge_key_id} AND revoked_at IS NULL`);
     }
     // The bridge user exists only for this key; disabling it also stops any key minted for it by hand.
     await tx.query(sql`UPDATE users SET disabled_at = now() WHERE id = ${row.bridge_user_id} AND disabled_at IS NULL`);
-    const [summary] = await selectKeys(tx, sql`l.id = ${id}`);
+    const [summary] = await selectKeys(tx, core, sql`l.id = ${id}`);
     return summary!;
   });
+}
+
+/** Stops the legacy key and everything it bridged to, from the next request on. */
+export async function disableLegacyKey(core: Core, id: string, disabling: Disabling = { by: 'operator' }): Promise<LegacyKeySummary> {
+  const disabled = await disableIf(core, id, disabling);
+  if (disabled) return disabled;
+  const [row] = await core.db.query(sql`SELECT 1 FROM legacy_keys WHERE id = ${id}`);
+  if (!row) throw notFound('Legacy key', id);
+  throw conflict('legacy_key_disabled', `Legacy key ${id} is already disabled`);
 }
 
 export type LegacyKeyResolution =

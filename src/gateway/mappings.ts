@@ -7,6 +7,7 @@ import type { ChangeTopic } from '../store/change-feed.js';
 import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capabilities.js';
 import { operationByName } from '../operations/index.js';
 import type { AnyOperation } from '../operations/operation.js';
+import { ruleCovers as entryMatches, ruleFor as scopeEntryFor } from './scope-rules.js';
 
 /** The v2 → v4 maps are unusable: the message names the file and the entry at fault. */
 export class MappingError extends Error {
@@ -42,7 +43,7 @@ const Endpoint = z
 export const TransformSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('rename'), from: FieldName, to: FieldName }),
   z.strictObject({ op: z.literal('move_into'), into: FieldName, fields: Fields.min(1), keep: Fields.default([]) }),
-  z.strictObject({ op: z.literal('move_out_of'), from: FieldName }),
+  z.strictObject({ op: z.literal('move_out_of'), from: FieldName, fields: Fields.min(1) }),
   z.strictObject({
     op: z.literal('lookup'),
     from: FieldName,
@@ -85,10 +86,40 @@ export const TransformSchema = z.discriminatedUnion('op', [
 ]);
 export type Transform = z.output<typeof TransformSchema>;
 
+/** A field path as the shadow check reports it: `deliveryAddress.city`, `[]` (each element of a bare list), `[].teamId`. */
+const FieldPath = z
+  .string()
+  .regex(/^(?:\[\]|[A-Za-z][A-Za-z0-9]*(?:\[\])?)(?:\.[A-Za-z][A-Za-z0-9]*(?:\[\])?)*$/, 'must be a field path such as deliveryAddress.city, [].teamId or subOrders[]');
+
+/** How the shadow check compares the translated answer of a GET with the legacy v2 one (see shadow-diff.ts). */
+const CompareSchema = z.strictObject({
+  // Lists whose order the v2 contract does not define: elements matched by a key field, or by value without one.
+  unordered: z
+    .array(z.strictObject({ elements: FieldPath.regex(/\[\]$/, 'must name the elements of a list, ending in []'), by: FieldName.optional() }))
+    .default([]),
+  // Values that legitimately differ between the two services (timestamps): only their presence is compared.
+  volatile: z.array(FieldPath).default([]),
+  // Fields v4 added that v2 never had: no difference when the legacy answer lacks them.
+  added_in_v4: z.array(FieldPath).default([]),
+});
+export type CompareRules = z.output<typeof CompareSchema>;
+const NO_COMPARE_RULES: CompareRules = { unordered: [], volatile: [], added_in_v4: [] };
+
 /** A nested list is a YAML alias of shared transforms: it is spliced in place. */
 const Transforms = z
   .preprocess((list) => (Array.isArray(list) ? list.flat() : list), z.array(TransformSchema))
   .default([]);
+
+/**
+ * What the migration guide needs besides the translation (see migration-guide.ts): an example v2
+ * request, as the one document the route translates, whose `$NAME` values are shell variables the
+ * reader sets; and the fields v4 added that v2 never had.
+ */
+const GuideSchema = z.strictObject({
+  example: z.record(FieldName, z.unknown()),
+  new_in_v4: Fields.default([]),
+});
+export type RouteGuide = z.output<typeof GuideSchema>;
 
 const ScopeEntrySchema = z
   .strictObject({
@@ -97,6 +128,8 @@ const ScopeEntrySchema = z
     endpoints: z.array(Endpoint).min(1),
     note: z.string().min(1).optional(),
     reason: z.string().min(1).optional(),
+    // What an integration uses in v4 instead, where something fits (the migration guide shows it).
+    instead: z.string().min(1).optional(),
   })
   .superRefine((entry, ctx) => {
     const need = (field: 'capability' | 'note' | 'reason', present: boolean, rule: string) => {
@@ -118,6 +151,8 @@ const RouteSchema = z
     request: Transforms,
     v4: z.array(z.strictObject({ operation: OperationName })).min(1).optional(),
     response: Transforms,
+    compare: CompareSchema.optional(),
+    guide: GuideSchema.optional(),
   })
   .superRefine((route, ctx) => {
     if ((route.v4 === undefined) === (route.passthrough === undefined)) {
@@ -125,6 +160,14 @@ const RouteSchema = z
     }
     if (route.passthrough && (route.request.length > 0 || route.response.length > 0)) {
       ctx.addIssue({ code: 'custom', path: ['request'], message: 'a passthrough route is forwarded unchanged: no transforms' });
+    }
+    if (route.compare && (route.method !== 'GET' || route.passthrough)) {
+      ctx.addIssue({ code: 'custom', path: ['compare'], message: 'only a translated GET is compared with the legacy v2 API (writes are never mirrored)' });
+    }
+    const bareList = route.response.some((t) => t.op === 'unwrap_list');
+    const paths = [...(route.compare?.unordered.map((u) => u.elements) ?? []), ...(route.compare?.volatile ?? []), ...(route.compare?.added_in_v4 ?? [])];
+    for (const path of paths.filter((p) => p.startsWith('[]') !== bareList)) {
+      ctx.addIssue({ code: 'custom', path: ['compare'], message: `${path}: ${bareList ? 'this route answers a bare list, so paths start with []' : 'this route answers a record, so no path starts with []'}` });
     }
   });
 
@@ -138,10 +181,22 @@ const SunsetFileSchema = z.strictObject({
   brownouts: z.array(z.strictObject({ start: Instant, end: Instant })).default([]),
   links: z.strictObject({
     successor: z.string().includes('{v4Path}', { message: 'must contain {v4Path}' }),
-    migrationGuide: z.url(),
+    // The served guide (a path on this service, resolved by the client like the successor) or an
+    // operator's absolute URL; {anchor} becomes the section of the route called.
+    migrationGuide: z
+      .string()
+      .regex(/^(https?:\/\/|\/(?!\/))[^\s<>"]*$/, 'must be an http(s) URL or a path on this service such as /docs/migration, without spaces, <, > or "')
+      .refine((link) => link.startsWith('/') || URL.canParse(link), 'must be a valid URL'),
   }),
   prefix: z.string().regex(/^(\/[A-Za-z0-9._-]+)*$/, 'must be empty or a path such as /v2, without a trailing slash'),
   listCeiling: z.number().int().positive(),
+  cutover: z
+    .strictObject({
+      quietDays: z.number().int().positive(),
+      autoDisable: z.boolean().default(false),
+      checkEveryMinutes: z.number().positive().default(60),
+    })
+    .default({ quietDays: 14, autoDisable: false, checkEveryMinutes: 60 }),
 });
 
 export type ScopeStatus = z.output<typeof ScopeEntrySchema>['status'];
@@ -155,6 +210,7 @@ export interface ScopeEntry {
   endpoints: { method: V2Method; path: string }[];
   note: string | undefined;
   reason: string | undefined;
+  instead: string | undefined;
   /**
    * Everything a bridge key needs to serve this scope's routes: the capability, plus those of
    * the lookups (teamId ↔ teamName reads the teams).
@@ -167,9 +223,10 @@ interface RouteCommon {
   method: V2Method;
   path: string;
   scope: string;
+  guide: RouteGuide | undefined;
 }
 export type Route =
-  | (RouteCommon & { kind: 'v4'; request: Transform[]; v4: { operation: string }[]; response: Transform[] })
+  | (RouteCommon & { kind: 'v4'; request: Transform[]; v4: { operation: string }[]; response: Transform[]; compare: CompareRules })
   | (RouteCommon & { kind: 'passthrough' });
 
 export interface Sunset {
@@ -179,6 +236,14 @@ export interface Sunset {
   links: { successor: string; migrationGuide: string };
   prefix: string;
   listCeiling: number;
+  /** The cutover of each legacy key to its successor v4 key (see cutover.ts). */
+  cutover: {
+    /** No v2 call for this many days makes a key quiet. */
+    quietDays: number;
+    /** Disable a quiet key whose successor works, checked every checkEveryMinutes; off by default. */
+    autoDisable: boolean;
+    checkEveryMinutes: number;
+  };
 }
 
 export interface Mappings {
@@ -220,15 +285,8 @@ function parseEndpoint(text: string): { method: V2Method; path: string } {
   return { method, path };
 }
 
-/** Does a scope entry (possibly a `prefix.*` wildcard) cover this v2 scope? */
-export function entryMatches(entryName: string, scope: string): boolean {
-  return entryName === scope || (entryName.endsWith('.*') && scope.startsWith(entryName.slice(0, -1)));
-}
-
-/** The scope entry covering a v2 scope: an exact entry wins over a wildcard. */
-export function scopeEntryFor(scopes: readonly ScopeEntry[], scope: string): ScopeEntry | undefined {
-  return scopes.find((e) => e.name === scope) ?? scopes.find((e) => entryMatches(e.name, scope));
-}
+// Which entry rules a scope (an exact entry wins over a `prefix.*` wildcard), shared with the CLI's audit.
+export { entryMatches, scopeEntryFor };
 
 function knownOperation(name: string, where: string): AnyOperation {
   const op = operationByName(name);
@@ -267,6 +325,38 @@ function checkOperations(route: Route & { kind: 'v4' }, entry: ScopeEntry, where
   return lookups;
 }
 
+/** The `:name` parameters of an Express-style path, in order. */
+export const pathParams = (path: string): string[] => [...path.matchAll(/:(\w+)/g)].map((match) => match[1]!);
+
+/** Every property name a schema declares, at any depth (list elements and union branches included). */
+function propertyNames(node: unknown, into = new Set<string>()): Set<string> {
+  if (Array.isArray(node)) for (const item of node) propertyNames(item, into);
+  else if (node && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'properties' && value && typeof value === 'object') for (const name of Object.keys(value)) into.add(name);
+      propertyNames(value, into);
+    }
+  }
+  return into;
+}
+
+/** The guide's example fills every path parameter, and its new fields are fields of the route's v4 calls. */
+function checkGuide(route: Route, where: string): void {
+  if (!route.guide) return;
+  const { example, new_in_v4 } = route.guide;
+  const missing = pathParams(route.path).find((param) => example[param] === undefined);
+  if (missing) throw new MappingError(`${where}: guide.example lacks the path parameter ${missing}`);
+  if (new_in_v4.length === 0) return;
+  if (route.kind !== 'v4') throw new MappingError(`${where}: guide.new_in_v4 names v4 fields, but the route has no v4 successor`);
+  const known = new Set<string>();
+  for (const { operation } of route.v4) {
+    const op = knownOperation(operation, where);
+    for (const io of ['input', 'output'] as const) propertyNames(z.toJSONSchema(op[io], { io, unrepresentable: 'any' }), known);
+  }
+  const unknown = new_in_v4.find((field) => !known.has(field));
+  if (unknown) throw new MappingError(`${where}: guide.new_in_v4 names ${unknown}, which no v4 call of the route takes or answers`);
+}
+
 function checkSunset(sunset: Sunset): void {
   const iso = (d: Date) => d.toISOString();
   if (sunset.sunset < sunset.deprecation) {
@@ -295,11 +385,14 @@ export function loadMappings(dir: string): Mappings {
     endpoints: e.endpoints.map(parseEndpoint),
     note: e.note,
     reason: e.reason,
+    instead: e.instead,
     bridgeCapabilities: e.capability ? [e.capability] : [],
   }));
 
-  const routes: Route[] = routesFile.routes.map(({ method, path, scope, v4, request, response }) =>
-    v4 ? { kind: 'v4', method, path, scope, request, v4, response } : { kind: 'passthrough', method, path, scope },
+  const routes: Route[] = routesFile.routes.map(({ method, path, scope, v4, request, response, compare, guide }) =>
+    v4
+      ? { kind: 'v4', method, path, scope, guide, request, v4, response, compare: compare ?? NO_COMPARE_RULES }
+      : { kind: 'passthrough', method, path, scope, guide },
   );
 
   const seen = new Map<string, number>();
@@ -320,6 +413,7 @@ export function loadMappings(dir: string): Mappings {
         `${where}: scope ${entry.name} is ${entry.status}, so the route must ${entry.status === 'no-successor' ? 'be passthrough: true' : 'name its v4 calls'}`,
       );
     }
+    checkGuide(route, where);
     if (route.kind === 'v4') {
       for (const cap of checkOperations(route, entry, where)) {
         if (!entry.bridgeCapabilities.includes(cap)) entry.bridgeCapabilities.push(cap);

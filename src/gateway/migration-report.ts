@@ -1,13 +1,16 @@
+import type { Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { sql } from '../store/sql.js';
+import { successorCapabilities, usageWindowStart } from './cutover.js';
+import { CUTOVER_STAGES, type Cutover, type CutoverStage } from './cutover-stage.js';
 import { listLegacyKeys } from './legacy-keys.js';
 import { scopeEntryFor } from './mappings.js';
 
 /*
  * What is left to migrate, for the dashboard of admins and ops: v2 traffic per company and per
  * legacy key over the last days, the endpoints still called, the scopes without a v4 successor
- * still in use, the keys that went quiet, and the days to the sunset. Read from the gateway's
- * per-key usage records, within the companies the caller administers.
+ * still in use, the keys that went quiet, each key's cutover stage, and the days to the sunset. Read
+ * from the gateway's per-key usage records, within the companies the caller administers.
  */
 
 const DAY_MS = 86_400_000;
@@ -16,7 +19,7 @@ export interface MigrationReportOptions {
   companyIds: readonly string[];
   /** How many days of history, today included. */
   days?: number;
-  /** A key with no call for this many days has gone quiet: a candidate for disabling. */
+  /** A key with no call for this many days has gone quiet: a candidate for disabling (default: the maps' cutover.quietDays). */
   quietAfterDays?: number;
 }
 
@@ -35,7 +38,11 @@ export interface MigrationReport {
     lastUsedAt: string | null;
     disabled: boolean;
     quiet: boolean;
+    cutover: Cutover;
+    /** What a successor key would get by default (suggested), and at most (allowed). */
+    successorCapabilities: { suggested: Capability[]; allowed: Capability[] };
   }>;
+  cutover: { quietDays: number; autoDisable: boolean; keysByStage: Record<CutoverStage, number> };
   endpoints: Array<{ endpoint: string; scope: string; calls: number; lastDay: string }>;
   noSuccessorInUse: Array<{ scope: string; reason: string | undefined; calls: number; keyIds: string[] }>;
 }
@@ -43,17 +50,19 @@ export interface MigrationReport {
 const utcDay = (time: number) => new Date(time).toISOString().slice(0, 10);
 
 export async function buildMigrationReport(core: Core, options: MigrationReportOptions): Promise<MigrationReport> {
-  const { days = 30, quietAfterDays = 14 } = options;
+  const { days = 30, quietAfterDays = core.mappings.sunset.cutover.quietDays } = options;
   const companyIds = [...options.companyIds];
   const now = core.now().getTime();
   const series = Array.from({ length: days }, (_, i) => utcDay(now - (days - 1 - i) * DAY_MS));
   const dayIndex = new Map(series.map((day, i) => [day, i]));
 
   const keys = await listLegacyKeys(core, { companyIds });
+  // Also the successor's usage window, which may reach further back than the series.
+  const windowStart = usageWindowStart(new Date(now));
   const usage = await core.db.query<{ key_id: string; day: string; endpoint: string; scope: string; calls: number }>(sql`
     SELECT u.legacy_key_id AS key_id, to_char(u.day, 'YYYY-MM-DD') AS day, u.endpoint, u.scope, u.calls
     FROM legacy_key_usage u JOIN legacy_keys l ON l.id = u.legacy_key_id
-    WHERE l.company_id = ANY(${companyIds}::text[]) AND u.day >= ${series[0]!}::date`);
+    WHERE l.company_id = ANY(${companyIds}::text[]) AND u.day >= ${windowStart < series[0]! ? windowStart : series[0]!}::date`);
   const companies = await core.db.query<{ id: string; name: string }>(
     sql`SELECT id, name FROM companies WHERE id = ANY(${companyIds}::text[]) ORDER BY name, id`,
   );
@@ -83,6 +92,7 @@ export async function buildMigrationReport(core: Core, options: MigrationReportO
   }
 
   const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+  const keysByStage = Object.fromEntries(CUTOVER_STAGES.map((stage) => [stage, keys.filter((key) => key.cutover.stage === stage).length]));
   const quietSince = now - quietAfterDays * DAY_MS;
   const sunset = core.mappings.sunset.sunset.getTime();
   return {
@@ -105,6 +115,8 @@ export async function buildMigrationReport(core: Core, options: MigrationReportO
           lastUsedAt: key.lastUsedAt,
           disabled: key.disabledAt !== null,
           quiet: key.disabledAt === null && (key.lastUsedAt === null || Date.parse(key.lastUsedAt) < quietSince),
+          cutover: key.cutover,
+          successorCapabilities: successorCapabilities(core, key, usage.filter((row) => row.key_id === key.id)),
         };
       })
       .sort((a, b) => b.total - a.total || a.name.localeCompare(b.name)),
@@ -112,5 +124,6 @@ export async function buildMigrationReport(core: Core, options: MigrationReportO
     noSuccessorInUse: [...noSuccessor.values()]
       .map(({ keyIds, ...rest }) => ({ ...rest, keyIds: [...keyIds].sort() }))
       .sort((a, b) => b.calls - a.calls),
+    cutover: { quietDays: core.mappings.sunset.cutover.quietDays, autoDisable: core.mappings.sunset.cutover.autoDisable, keysByStage: keysByStage as Record<CutoverStage, number> },
   };
 }

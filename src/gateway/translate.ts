@@ -50,10 +50,13 @@ function moveInto(doc: Doc, { into, fields, keep }: Op<'move_into'>): Doc {
   return out;
 }
 
-function moveOutOf(doc: Doc, { from }: Op<'move_out_of'>): Doc {
+function moveOutOf(doc: Doc, { from, fields }: Op<'move_out_of'>): Doc {
   if (doc[from] === undefined) return doc;
   const { [from]: inner, ...rest } = doc;
   if (!isDoc(inner)) throw fieldError(from, 'object', 'must be an object');
+  // Only the declared fields: anything else would land on the record itself (deliveryAddress.email).
+  const stranger = Object.keys(inner).find((key) => !fields.includes(key));
+  if (stranger !== undefined) throw fieldError(`${from}.${stranger}`, 'unknown_field', `is not one of ${from}'s fields (${fields.join(', ')})`);
   // The sub-object wins over a flat field of the same name: it is where v2 kept the value.
   return { ...rest, ...inner };
 }
@@ -87,6 +90,28 @@ function refuse(doc: Doc, { field, equals, status, message }: Op<'refuse'>): Doc
   const value = doc[field];
   if (value === undefined || (equals !== undefined && String(value) !== equals)) return doc;
   throw new AppError(status, 'unsupported_in_v2_gateway', message, [{ field, rule: 'refused', message }]);
+}
+
+/** A transform that needs no v4 call, applied to one document (the migration guide applies them to its examples). */
+export type LocalTransform = Exclude<Transform, Op<'lookup'> | Op<'unwrap_list'> | Op<'follow_up'>>;
+
+export function applyLocal(t: LocalTransform, doc: Doc): Doc {
+  switch (t.op) {
+    case 'rename':
+      return rename(doc, t);
+    case 'move_into':
+      return moveInto(doc, t);
+    case 'move_out_of':
+      return moveOutOf(doc, t);
+    case 'set':
+      return set(doc, t);
+    case 'pick':
+      return pick(doc, t);
+    case 'require':
+      return requireFields(doc, t);
+    case 'refuse':
+      return refuse(doc, t);
+  }
 }
 
 /** The key of an operation's list envelope that holds the records (`teams`, `employees`, …). */
@@ -166,24 +191,7 @@ export class Translation {
   }
 
   private async apply(t: Exclude<Transform, Op<'unwrap_list'> | Op<'follow_up'>>, doc: Doc): Promise<Doc> {
-    switch (t.op) {
-      case 'rename':
-        return rename(doc, t);
-      case 'move_into':
-        return moveInto(doc, t);
-      case 'move_out_of':
-        return moveOutOf(doc, t);
-      case 'set':
-        return set(doc, t);
-      case 'pick':
-        return pick(doc, t);
-      case 'require':
-        return requireFields(doc, t);
-      case 'refuse':
-        return refuse(doc, t);
-      case 'lookup':
-        return this.lookup(doc, t);
-    }
+    return t.op === 'lookup' ? this.lookup(doc, t) : applyLocal(t, doc);
   }
 
   /** Replaces `from` by `to`; null stays null (no team). Unknown in a get is the v4 404; unknown in a list is null. */

@@ -7,9 +7,11 @@ import { callUpstream } from '../http/upstream.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { operationByName } from '../operations/index.js';
 import { deprecationVerdict } from './deprecation.js';
+import { routeAnchor } from './migration-guide.js';
 import { TopicCache } from '../store/change-feed.js';
 import { resolveLegacyKey, type LegacyKeyResolution } from './legacy-keys.js';
 import { entryMatches, scopeEntryFor, type LookupTopic, type Route } from './mappings.js';
+import { shadowCheckOf } from './shadow-check.js';
 import { Translation, type Doc, type SharedLookup } from './translate.js';
 import { inProcessV4Client, type V4Client } from './v4-client.js';
 
@@ -35,20 +37,22 @@ function asAppError(error: FastifyError | Error): AppError {
   return new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
 }
 
-function outcomeOf(status: number): string {
+/** With a legacy upstream configured, a 501 is the legacy service's own failure, not the gateway's documented answer. */
+function outcomeOf(status: number, forwardsToLegacy: boolean): string {
   if (status < 400) return 'ok';
   if (status === 410) return 'gone';
   if (status === 401 || status === 403) return 'denied';
-  if (status === 501) return 'no_successor';
+  if (status === 501 && !forwardsToLegacy) return 'no_successor';
   return status >= 500 ? 'upstream_error' : 'invalid';
 }
 
 /**
- * The v4 path of the route's first operation with the v2 path params filled in, in order.
+ * The v4 path of the route's first operation with the v2 path params filled in, in order; none
+ * for a route without a v4 successor.
  * Params are percent-encoded again: decoded, a CR, LF or NUL would break (or inject into) the Link header.
  */
-function successorPath(route: Route, params: Record<string, string>): string {
-  if (route.kind === 'passthrough') return '/v4';
+function successorPath(route: Route, params: Record<string, string>): string | undefined {
+  if (route.kind === 'passthrough') return undefined;
   const v4Path = operationByName(route.v4[0]!.operation)?.path ?? '/v4';
   const values = Object.values(params).map(encodeURIComponent);
   return v4Path.replace(/:[A-Za-z]+/g, (segment) => {
@@ -125,11 +129,17 @@ function noSuccessor(core: Core, route: Route): AppError {
   );
 }
 
+/** The same call (path and query) on the legacy v2 API; undefined when LEGACY_V2_UPSTREAM is not set. */
+function legacyV2Url(core: Core, request: FastifyRequest): string | undefined {
+  const upstream = core.config.legacyV2Upstream;
+  return upstream && `${upstream.replace(/\/+$/, '')}${request.url.slice(core.mappings.sunset.prefix.length)}`;
+}
+
 /** Forwards the call unchanged (same path, query, key and body) to the legacy v2 API and passes its answer on. */
 async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest, rawKey: string): Promise<Answer> {
-  const { legacyV2Upstream, legacyV2TimeoutMs } = core.config;
-  if (!legacyV2Upstream) throw noSuccessor(core, route);
-  const url = `${legacyV2Upstream.replace(/\/+$/, '')}${request.url.slice(core.mappings.sunset.prefix.length)}`;
+  const { legacyV2TimeoutMs } = core.config;
+  const url = legacyV2Url(core, request);
+  if (!url) throw noSuccessor(core, route);
   const hasBody = route.method !== 'GET';
   try {
     const response = await callUpstream(url, {
@@ -171,6 +181,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
   // A key's access changing drops its lookups too.
   const lookupCaches: Record<LookupTopic, TopicCache<unknown>> = { teams: new TopicCache(core.changes, ['teams', 'credentials']) };
   const shared: SharedLookup = (topic, key, load) => lookupCaches[topic].get(key, load);
+  const shadow = shadowCheckOf(core);
   for (const route of core.mappings.routes) {
     const routeLabel = `${route.method} ${route.path}`;
     const capability = scopeEntryFor(scopes, route.scope)?.capability ?? 'none';
@@ -179,16 +190,18 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
       url: `${sunset.prefix}${route.path}`,
       // Every v2 answer, 410 and errors included, carries the deprecation signals.
       onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
-        const verdict = deprecationVerdict(sunset, core.now(), successorPath(route, request.params as Record<string, string>));
+        const links = { successorPath: successorPath(route, request.params as Record<string, string>), guideAnchor: routeAnchor(route) };
+        const verdict = deprecationVerdict(sunset, core.now(), links);
         void reply.headers(verdict.headers);
         if (verdict.gone) {
           const { status, code, message } = verdict.gone;
           return reply.status(status).send(v2ErrorBody(new AppError(status, code, message)));
         }
       },
-      onResponse: async (_request: FastifyRequest, reply: FastifyReply) => {
-        const outcome = outcomeOf(reply.statusCode);
+      onResponse: async (request: FastifyRequest, reply: FastifyReply) => {
+        const outcome = outcomeOf(reply.statusCode, Boolean(core.config.legacyV2Upstream));
         core.metrics.gateway.recordV2Request({ route: routeLabel, scope: route.scope, capability, outcome }, reply.elapsedTime / 1000);
+        shadow.afterAnswer(request, reply.statusCode);
       },
       errorHandler: (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
         const appError = asAppError(error);
@@ -209,7 +222,9 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
           answer =
             route.kind === 'passthrough'
               ? await forwardToLegacy(core, route, request, key.rawKey)
-              : await serveV4(core, v4For(request.id), route, key, restInput(route.method, request), shared);
+              : await shadow.translated(request, { route, key, legacyUrl: legacyV2Url(core, request) }, () =>
+                  serveV4(core, v4For(request.id), route, key, restInput(route.method, request), shared),
+                );
         } finally {
           core.legacyUsage.record(key.legacyKeyId, routeLabel, route.scope, core.now());
         }

@@ -6,6 +6,7 @@ import { registerRestRoutes } from './rest.js';
 import { registerDocs } from './openapi.js';
 import { registerV2Routes, v2ErrorBody } from '../gateway/v2-routes.js';
 import { refuseLegacyKeysOnV4 } from '../gateway/legacy-key-guard.js';
+import { registerCutover } from '../gateway/cutover.js';
 import { registerOAuthRoutes } from '../oauth/routes.js';
 import { registerPages } from '../pages/index.js';
 import { registerMcp } from '../mcp/endpoint.js';
@@ -107,5 +108,6 @@ export async function buildApp(core: Core): Promise<FastifyInstance> {
   await registerOAuthRoutes(app, core);
   await registerPages(app, core);
   await registerDocs(app, core);
+  registerCutover(app, core);
   return app;
 }

@@ -24,7 +24,7 @@ const SECRET_PARAMS = new Set([
 // Normalised name (lower case, no _ or -) containing one of these is masked too: access_token, client_secret, pinCode…
 const SECRET_FRAGMENTS = /token|secret|passw|apikey|pincode|credential/;
 
-const isSecretParam = (name: string) => {
+export const isSecretParam = (name: string) => {
   const normalised = name.toLowerCase().replace(/[-_]/g, '');
   return SECRET_PARAMS.has(normalised) || SECRET_FRAGMENTS.test(normalised);
 };

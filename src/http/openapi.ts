@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlOf } from '../config.js';
+import { pathParams } from '../gateway/mappings.js';
 import type { Core } from '../core.js';
+import { buildV2OpenApiDocument } from '../gateway/v2-openapi.js';
 import { OPERATIONS } from '../operations/index.js';
 import type { AnyOperation } from '../operations/operation.js';
 
@@ -12,7 +14,6 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   return rest;
 }
 
-const pathParams = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
 
 const ERROR_ENVELOPE: JsonSchema = {
   type: 'object',
@@ -109,7 +110,7 @@ export function buildOpenApiDocument(baseUrl: string) {
       title: 'Device Lifecycle Service API',
       version: '4',
       description:
-        'REST v4 of the Device Lifecycle Service. Every operation is also an MCP tool at /mcp (same name) and a `svc` command.',
+        'REST v4 of the Device Lifecycle Service. Every operation is also an MCP tool at /mcp (same name) and a `svc` command.\n\nMoving from v2? The [migration guide](/docs/migration) gives the v4 calls for every v2 endpoint; the deprecated v2 API is the other definition at the top of this page.',
     },
     servers: [{ url: baseUrl }],
     security: [{ apiKey: [] }, { idToken: [] }],
@@ -133,11 +134,22 @@ export function buildOpenApiDocument(baseUrl: string) {
 
 export async function registerDocs(app: FastifyInstance, core: Core): Promise<void> {
   const document = buildOpenApiDocument(baseUrlOf(core.config));
+  const v2Document = buildV2OpenApiDocument(core.mappings, baseUrlOf(core.config));
   app.get('/openapi.json', async () => document);
+  app.get('/openapi-v2.json', async () => v2Document);
   const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([
     import('@fastify/swagger'),
     import('@fastify/swagger-ui'),
   ]);
   await app.register(swagger, { mode: 'static', specification: { document: document as never } });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // Both versions, v4 first; the top bar switches between them.
+    uiConfig: {
+      urls: [
+        { url: '/openapi.json', name: 'v4' },
+        { url: '/openapi-v2.json', name: `v2 (deprecated, sunset ${core.mappings.sunset.sunset.toISOString().slice(0, 10)})` },
+      ],
+    },
+  });
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineOperation } from './operation.js';
+import { columnsOf, defineOperation } from './operation.js';
 import { CompanyIdField, CountryCode, Phone, Text, envelopeOf, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
 import { createCompanyAddress, listCompanyAddresses } from '../domain/company.js';
 
@@ -46,6 +46,7 @@ export const companyOperations = [
       query: SearchQuery.optional().describe('Case-insensitive text matched against alias and city'),
     }),
     output: listEnvelope('addresses', CompanyAddress),
+    columns: { addresses: columnsOf(CompanyAddress, ['id', 'alias', 'city', 'country', 'address', 'zipCode', 'contactName', 'contactEmail', 'phone']) },
     handler: async ({ core, principal }, input) =>
       envelopeOf('addresses', await listCompanyAddresses(core.db, principal, input)),
   }),

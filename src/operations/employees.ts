@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineOperation } from './operation.js';
+import { columnsOf, defineOperation } from './operation.js';
 import { CompanyIdField, CountryCode, envelopeOf, Id, OptionalText, Phone, Text, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
 import { TeamName } from './teams.js';
 import {
@@ -70,6 +70,9 @@ const Employee = z.object({
   updatedAt: Timestamp,
 });
 
+/** The employee, their team and country first; address details and timestamps last. */
+const EMPLOYEE_COLUMNS = columnsOf(Employee, ['id', 'displayName', 'email', 'teamName', 'country', 'jobTitle', 'department', 'hasActiveLogin']);
+
 export const employeeOperations = [
   defineOperation({
     name: 'list_employees',
@@ -89,6 +92,7 @@ export const employeeOperations = [
       country: CountryCode.optional().describe('Only employees in this country'),
     }),
     output: listEnvelope('employees', Employee),
+    columns: { employees: EMPLOYEE_COLUMNS },
     handler: async ({ core, principal }, input) =>
       envelopeOf('employees', await listEmployees(core.db, principal, input)),
   }),

@@ -8,6 +8,7 @@ import { orderWriteOperations } from './orders.js';
 import { orderReadOperations } from './order-reads.js';
 import { orderTrackingOperations } from './order-tracking.js';
 import { legacyKeyOperations } from './legacy-keys.js';
+import { shadowReportOperations } from './shadow-report.js';
 
 /** The operation table: every REST route, MCP tool and CLI command is derived from this list. */
 export const OPERATIONS: readonly AnyOperation[] = [
@@ -20,6 +21,7 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...inventoryOperations,
   ...companyOperations,
   ...legacyKeyOperations,
+  ...shadowReportOperations,
 ];
 
 const BY_NAME = new Map(OPERATIONS.map((op) => [op.name, op]));

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AnyOperation } from './operation.js';
-import { defineOperation } from './operation.js';
+import { columnsOf, defineOperation } from './operation.js';
 import {
   CompanyIdField,
   CountryCode,
@@ -80,6 +80,9 @@ const Device = z.object({
   updatedAt: Timestamp,
 });
 
+/** What tells devices apart in a table: the device, where it stands, who holds it; ids and timestamps last. */
+const DEVICE_COLUMNS = columnsOf(Device, ['serialNumber', 'productType', 'model', 'status', 'assignment.displayName', 'location.country', 'manufacturer', 'condition', 'id']);
+
 /** Fields every device registration gives; `condition` defaults differ (new stock vs a device in use). */
 const NewDeviceFields = {
   serialNumber: SerialNumber,
@@ -111,6 +114,7 @@ export const inventoryOperations: AnyOperation[] = [
       status: Status.optional(),
     }),
     output: listEnvelope('devices', Device),
+    columns: { devices: DEVICE_COLUMNS },
     handler: async ({ core, principal }, input) => envelopeOf('devices', await searchInventory(core.db, principal, input)),
   }),
   defineOperation({
@@ -125,6 +129,7 @@ export const inventoryOperations: AnyOperation[] = [
     path: '/v4/employees/:id/devices',
     input: z.strictObject({ ...PageFields, id: Id.describe('Employee id') }),
     output: listEnvelope('devices', Device),
+    columns: { devices: DEVICE_COLUMNS },
     handler: async ({ core, principal }, input) =>
       envelopeOf('devices', await getAssignedDevices(core.db, principal, input.id, input)),
   }),
@@ -173,6 +178,7 @@ export const inventoryOperations: AnyOperation[] = [
         }),
       ),
     }),
+    columns: { options: ['rank', 'manufacturer', 'model', 'inStock', 'countries', 'specScore', 'specs', 'sampleProductIds'] },
     handler: async ({ core, principal }, input) => ({ options: await deviceOptions(core.db, principal, input) }),
   }),
   defineOperation({
@@ -208,6 +214,7 @@ export const inventoryOperations: AnyOperation[] = [
         }),
       ),
     }),
+    columns: { suggestions: ['itemId', 'name', 'leadTimeDays', 'price', 'currency', 'stock', 'specScore', 'manufacturer'] },
     handler: async ({ core }, input) => ({ country: input.country, suggestions: await suggestAlternatives(core.db, input) }),
   }),
   defineOperation({
@@ -263,6 +270,7 @@ export const inventoryOperations: AnyOperation[] = [
         .max(500),
     }),
     output: z.object({ products: z.array(Device) }),
+    columns: { products: DEVICE_COLUMNS },
     handler: async ({ core, principal }, input) => ({ products: await registerProducts(core.db, principal, input) }),
   }),
   defineOperation({

@@ -1,14 +1,42 @@
 import { z } from 'zod';
 import { CapabilitySchema } from '../access/capabilities.js';
+import type { Principal } from '../access/principal.js';
 import { forbidden, notFound } from '../errors.js';
+import { adminDisableLegacyKey, mintSuccessorKey } from '../gateway/cutover.js';
+import { CUTOVER_STAGES, DISABLED_BY, USAGE_WINDOW_DAYS } from '../gateway/cutover-stage.js';
 import { legacyKeyUsage, listLegacyKeys } from '../gateway/legacy-keys.js';
-import { Id, Timestamp } from './common.js';
-import { defineOperation } from './operation.js';
+import { buildMigrationPlan } from '../gateway/migration-plan.js';
+import { Id, Text, Timestamp } from './common.js';
+import { columnsOf, defineOperation } from './operation.js';
 
 /*
- * The gateway's record of one legacy v2 key, for the migration audit (`svc migrate audit --key`).
+ * The gateway's record of one legacy v2 key, for the migration audit (`svc migrate audit --key`),
+ * and its cutover to a successor v4 key: minting it from the running service, and disabling the key.
  * Admin-only by role rather than by capability: it describes a company's integration, not its data.
  */
+
+const Stage = z.enum(CUTOVER_STAGES);
+
+const Cutover = z.object({
+  stage: Stage.describe('v2_only → successor_minted → successor_working (its first successful v4 call) → v2_quiet → v2_disabled'),
+  stages: z.array(z.object({ stage: Stage, at: Timestamp.nullable().describe('When the key reached it; null if not reached') })),
+  successor: z
+    .object({
+      keyId: z.string(),
+      maskedKey: z.string(),
+      userId: z.string().describe('The dedicated non-personal user the successor key acts as'),
+      capabilities: z.array(CapabilitySchema),
+      mintedAt: Timestamp,
+      firstUsedAt: Timestamp.nullable().describe('Its first successful v4 call'),
+      active: z.boolean().describe('False once revoked or its user disabled: the cutover starts over'),
+    })
+    .nullable(),
+  quietDays: z.number().int().describe('No v2 call for this many days makes the key quiet (mappings/sunset.yaml)'),
+  quietSince: Timestamp.describe('The last v2 call, or the key’s creation'),
+  quietFrom: Timestamp.describe('When the key is (or, without another v2 call, will be) quiet'),
+  disabled: z.object({ at: Timestamp, by: z.enum(DISABLED_BY), reason: z.string().nullable() }).nullable(),
+  nextStep: z.string().nullable(),
+});
 
 const LegacyKey = z.object({
   id: z.string(),
@@ -22,6 +50,7 @@ const LegacyKey = z.object({
   createdAt: Timestamp,
   disabledAt: Timestamp.nullable(),
   lastUsedAt: Timestamp.nullable(),
+  cutover: Cutover,
 });
 
 const Usage = z.object({
@@ -31,7 +60,55 @@ const Usage = z.object({
   calls: z.number().int(),
 });
 
+const Call = z.object({ operation: z.string(), method: z.string(), path: z.string(), title: z.string(), capability: CapabilitySchema.nullable() });
+
+const CalledEndpoint = {
+  endpoint: z.string().describe('The v2 endpoint as served, "METHOD /v2/path"'),
+  scope: z.string(),
+  calls: z.number().int().describe('Calls in the usage window'),
+  lastDay: z.string().describe('The last UTC day it was called'),
+  guide: z.string().describe('Its section of the migration guide page'),
+};
+
+const PlanEndpoint = z.object({
+  ...CalledEndpoint,
+  successor: z.array(Call).describe('The v4 call(s) replacing it, in order'),
+  capabilities: z.array(CapabilitySchema),
+  lookupCapabilities: z.array(CapabilitySchema),
+  changes: z.array(z.object({ direction: z.enum(['request', 'response']), kind: z.string(), text: z.string() })).describe('Field changes, from the migration guide'),
+  example: z.unknown().describe('The guide’s example pair: the v2 curl line and the v4 ones replacing it'),
+});
+
+const MigrationPlan = z.object({
+  generatedAt: Timestamp,
+  key: z.object({ id: z.string(), name: z.string(), companyId: z.string(), scopes: z.array(z.string()), lastUsedAt: Timestamp.nullable(), disabledAt: Timestamp.nullable() }),
+  window: z.object({ days: z.number().int(), since: z.string().describe('The first UTC day counted') }),
+  sunset: z.object({ at: Timestamp, daysLeft: z.number().int() }),
+  totals: z.object({ calls: z.number().int(), movable: z.number().int(), staying: z.number().int() }),
+  endpoints: z.array(PlanEndpoint).describe('The endpoints called that have a v4 successor, most called first'),
+  staysOnV2: z.array(z.object({ ...CalledEndpoint, reason: z.string(), instead: z.string().optional() })).describe('The endpoints called without a v4 successor, with why'),
+  capabilities: z.object({
+    minimal: z.array(CapabilitySchema).describe('The least set for what the key called: the successor’s default'),
+    forLookups: z.array(CapabilitySchema).describe('Needed besides where v4 looks up a value v2 took (a team name for its id)'),
+    allowed: z.array(CapabilitySchema).describe('At most: the v4 reach of the key’s scopes'),
+  }),
+  successorUser: z.string().describe('The non-personal user the successor key acts as'),
+  steps: z.array(
+    z.object({
+      id: z.enum(['read_guide', 'mint_successor', 'first_v4_call', 'move_calls', 'v2_quiet', 'disable_v2_key']),
+      text: z.string(),
+      command: z.string().nullable(),
+      done: z.boolean(),
+    }),
+  ),
+  cutover: Cutover,
+});
+
 const ADMIN_ONLY = 'Only an admin of the legacy key’s company may read it';
+
+function requireAdmin(principal: Principal, message = ADMIN_ONLY): void {
+  if (principal.role !== 'admin') throw forbidden('admin_only', message);
+}
 
 export const legacyKeyOperations = [
   defineOperation({
@@ -47,8 +124,10 @@ export const legacyKeyOperations = [
     origin: 'extension',
     input: z.strictObject({}),
     output: z.object({ keys: z.array(LegacyKey) }),
+    // What an admin reviewing a migration asks first: which key, where its cutover stands, whether it is still used.
+    columns: { keys: columnsOf(LegacyKey, ['id', 'name', 'cutover.stage', 'lastUsedAt', 'scopes', 'disabledAt', 'keyHint', 'capabilities', 'createdAt']) },
     handler: async ({ core, principal }) => {
-      if (principal.role !== 'admin') throw forbidden('admin_only', ADMIN_ONLY);
+      requireAdmin(principal);
       return { keys: await listLegacyKeys(core, { companyIds: principal.companyIds }) };
     },
   }),
@@ -65,12 +144,84 @@ export const legacyKeyOperations = [
     origin: 'extension',
     input: z.strictObject({ id: Id.describe('Legacy key id (lk_…)') }),
     output: z.object({ key: LegacyKey, usage: z.array(Usage) }),
+    columns: { usage: columnsOf(Usage, ['day', 'calls', 'endpoint', 'scope']) },
     handler: async ({ core, principal }, { id }) => {
-      if (principal.role !== 'admin') throw forbidden('admin_only', ADMIN_ONLY);
+      requireAdmin(principal);
       // Another company's key reads as absent, like every record beyond the caller's reach: a 403 would confirm it exists.
       const [key] = await listLegacyKeys(core, { companyIds: principal.companyIds, id });
       if (!key) throw notFound('Legacy key', id);
       return { key, usage: await legacyKeyUsage(core, id) };
+    },
+  }),
+  defineOperation({
+    name: 'get_legacy_key_plan',
+    cli: 'legacy-keys plan',
+    title: 'The migration plan of a legacy v2 key',
+    description: `The migration plan of one integration, from what its legacy v2 key called in the last ${USAGE_WINDOW_DAYS} days: each v2 endpoint it called with its v4 replacement call(s) and field changes (from the migration guide), most called first; the endpoints without a v4 successor, with the reason; the least capabilities of its successor key; the steps with the exact commands (mint the successor, first v4 call, quiet, disable), each marked done from the key's cutover stage, whose dates it includes. Admins only (403); another company's key is 404. Also as \`svc migrate plan --key <id>\` and the page /app/migration/keys/<id>/plan.`,
+    capability: null,
+    readOnly: true,
+    method: 'GET',
+    path: '/v4/admin/legacy-keys/:id/plan',
+    origin: 'extension',
+    input: z.strictObject({ id: Id.describe('Legacy key id (lk_…)') }),
+    output: MigrationPlan,
+    handler: async ({ core, principal }, { id }) => {
+      requireAdmin(principal);
+      return buildMigrationPlan(core, principal.companyIds, id);
+    },
+  }),
+  defineOperation({
+    name: 'mint_legacy_key_successor',
+    cli: 'legacy-keys mint-successor',
+    title: 'Mint the successor v4 key of a legacy v2 key',
+    description: `Mints the v4 key that replaces a legacy v2 key (the spec's reissue steps 1 and 2) while the service runs: as a dedicated non-personal user of the key's company (created on first use), with the least capabilities, linked to the legacy key, whose stage becomes successor_minted. Capabilities default to those of the successor it replaces, else those of the v2 scopes the key called in the last ${USAGE_WINDOW_DAYS} days; named ones must lie within the v4 reach of the key's scopes and be held by the caller. A key with a working successor answers 409 successor_exists unless replace is true (the old successor is then revoked). Admins only (403); another company's key is 404. The new key is in successor.apiKey, shown only this once.`,
+    capability: null,
+    readOnly: false,
+    method: 'POST',
+    path: '/v4/admin/legacy-keys/:id/successor',
+    origin: 'extension',
+    successStatus: 201,
+    input: z.strictObject({
+      id: Id.describe('Legacy key id (lk_…)'),
+      capabilities: z.array(CapabilitySchema).min(1).optional().describe('The successor’s capabilities (default: the least set, see above)'),
+      replace: z.boolean().optional().describe('Revoke the working successor and mint another'),
+    }),
+    output: z.object({
+      key: LegacyKey,
+      successor: z.object({
+        keyId: z.string(),
+        apiKey: z.string().describe('The new v4 key (svc_sk_…), shown only once: send it in X-API-KEY'),
+        userId: z.string(),
+        userEmail: z.string(),
+        capabilities: z.array(CapabilitySchema),
+        replacedKeyId: z.string().nullable().describe('The successor it replaced, now revoked'),
+      }),
+    }),
+    handler: async ({ core, principal }, { id, capabilities, replace }) => {
+      requireAdmin(principal, 'Only an admin of the legacy key’s company may mint its successor');
+      return mintSuccessorKey(core, id, principal, { capabilities, replace });
+    },
+  }),
+  defineOperation({
+    name: 'disable_legacy_key',
+    cli: 'legacy-keys disable',
+    title: 'Disable a legacy v2 key',
+    description:
+      "Disables a legacy v2 key (the spec's reissue step 6, once its v4 successor works): from the next request on, v2 refuses it with 401 legacy_key_disabled, and the gateway's bridge key and user are revoked. Recorded with the date, the admin and the reason; the stage becomes v2_disabled. Not reversible. Admins only (403); another company's key is 404; a disabled key answers 409 legacy_key_disabled.",
+    capability: null,
+    readOnly: false,
+    destructive: true,
+    method: 'POST',
+    path: '/v4/admin/legacy-keys/:id/disable',
+    origin: 'extension',
+    input: z.strictObject({
+      id: Id.describe('Legacy key id (lk_…)'),
+      reason: Text(200, 'Why, as the dashboard shows it (default: "disabled by <your email>")').optional(),
+    }),
+    output: z.object({ key: LegacyKey }),
+    handler: async ({ core, principal }, { id, reason }) => {
+      requireAdmin(principal, 'Only an admin of the legacy key’s company may disable it');
+      return { key: await adminDisableLegacyKey(core, id, { userId: principal.userId, email: principal.email, companyIds: principal.companyIds }, reason) };
     },
   }),
 ];

@@ -37,11 +37,25 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   successStatus: 200 | 201;
   input: I;
   output: O;
+  /**
+   * How `svc` tables show the output's lists: per list field, the record fields most worth
+   * seeing, most important first (a dotted path reads a nested field); the others follow while
+   * the terminal has room. Declared once per resource with columnsOf and shared by its operations.
+   */
+  columns?: Readonly<Record<string, readonly string[]>>;
   // Method syntax keeps the handler bivariant, so specific operations fit the table's type.
   handler(ctx: OperationContext, input: z.output<I>): Promise<z.input<O>>;
 }
 
 export type AnyOperation = Operation<z.ZodType, z.ZodType>;
+
+/** A field of a record schema, or a dotted path into one of its nested records. */
+type ColumnOf<S extends z.ZodObject> = { [K in keyof S['shape'] & string]: K | `${K}.${string}` }[keyof S['shape'] & string];
+
+/** A resource's table columns, most important first, checked against its record schema. */
+export function columnsOf<S extends z.ZodObject>(_record: S, columns: readonly ColumnOf<S>[]): readonly string[] {
+  return columns;
+}
 
 type Defaults = 'destructive' | 'idempotent' | 'origin' | 'successStatus';
 
@@ -66,5 +80,8 @@ export async function invokeOperation(op: AnyOperation, ctx: OperationContext, r
   }
   const parsed = op.input.safeParse(rawInput);
   if (!parsed.success) throw validationError(parsed.error, `input to ${op.name}`);
-  return op.handler(ctx, parsed.data);
+  const result = await op.handler(ctx, parsed.data);
+  // A key's first success is what the cutover observes of a successor key (see FirstUseRecorder).
+  if (ctx.principal.credential.kind === 'api_key') ctx.core.keyFirstUse.record(ctx.principal.credential.keyId);
+  return result;
 }

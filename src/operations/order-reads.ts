@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineOperation } from './operation.js';
+import { columnsOf, defineOperation } from './operation.js';
 import { CompanyIdField, envelopeOf, Id, listEnvelope, PageFields, QueryBoolean, Text, Timestamp, SearchQuery } from './common.js';
 import { OrderSchema } from './order-schemas.js';
 import {
@@ -128,6 +128,7 @@ export const orderReadOperations = [
       sort: Sort,
     }),
     output: listEnvelope('orders', OrderSummary),
+    columns: { orders: columnsOf(OrderSummary, ['id', 'orderType', 'status', 'employeeName', 'country', 'createdAt', 'productIds', 'parentId']) },
     handler: async ({ core, principal }, input) => envelopeOf('orders', await listOrders(core.db, principal, input)),
   }),
   defineOperation({
@@ -162,6 +163,7 @@ export const orderReadOperations = [
         z.object({ productId: z.string(), serialNumber: z.string(), role: z.enum(DEVICE_ROLES), events: z.array(HistoryEvent) }),
       ),
     }),
+    columns: { events: columnsOf(HistoryEvent, ['occurredAt', 'type', 'statusFrom', 'statusTo', 'productId', 'reason', 'note', 'source']) },
     handler: ({ core, principal }, input) => getOrderHistory(core.db, principal, input.id),
   }),
   defineOperation({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineOperation } from './operation.js';
+import { columnsOf, defineOperation } from './operation.js';
 import { CompanyIdField, envelopeOf, Id, Text, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
 import { createTeam, getTeam, listTeams, renameTeam } from '../domain/teams.js';
 
@@ -26,6 +26,7 @@ export const teamOperations = [
     path: '/v4/teams',
     input: z.strictObject({ ...PageFields, companyId: CompanyIdField, query: SearchQuery.optional() }),
     output: listEnvelope('teams', Team),
+    columns: { teams: columnsOf(Team, ['id', 'name', 'createdAt', 'updatedAt']) },
     handler: async ({ core, principal }, input) =>
       envelopeOf('teams', await listTeams(core.db, principal, input)),
   }),

@@ -42,7 +42,7 @@ button{font:inherit;padding:.35rem .9rem;cursor:pointer}.notice{border-left:4px 
 .error{border-left:4px solid #b00020;background:#fdecee;padding:.6rem .9rem}.secret{font-family:monospace;word-break:break-all;background:#eef6ee;padding:.6rem;border:1px solid #9c9}
 .tools{color:#555;font-size:.9rem}.inline{display:inline}
 .big{font-size:2.6rem;font-weight:700;line-height:1.1;margin:.2rem 0}.sunset{border-left:6px solid #c77700}
-main:has(.dashboard){max-width:64rem}.nowrap{white-space:nowrap}.chart{width:100%;height:auto}.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.4rem 1.2rem}`;
+main:has(.dashboard),main:has(.guide){max-width:64rem}pre{background:#f0f2f5;border:1px solid #d8dce3;border-radius:4px;padding:.6rem;white-space:pre-wrap;overflow-wrap:anywhere}.nowrap{white-space:nowrap}.chart{width:100%;height:auto}.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.4rem 1.2rem}`;
 
 export interface PageOptions {
   title: string;

@@ -9,11 +9,13 @@ import { registerConnectionPages } from './connections.js';
 import { registerConsentPages } from './consent.js';
 import { html, STYLE_HASH } from './html.js';
 import { registerMigrationDashboard } from './migration-dashboard.js';
+import { registerMigrationGuide } from './migration-guide.js';
+import { registerMigrationPlanPage } from './migration-plan.js';
 import { createSessions } from './session.js';
 
 /**
  * The application's pages under /app: sign-in, API keys, MCP connections, the OAuth consent
- * screen and the v2 migration dashboard. They never allow framing (clickjacking of the consent), send no CORS headers, and are
+ * screen and the v2 migration dashboard; and the public migration guide under /docs/migration. They never allow framing (clickjacking of the consent), send no CORS headers, and are
  * never cached.
  */
 export async function registerPages(app: FastifyInstance, core: Core): Promise<void> {
@@ -48,5 +50,7 @@ export async function registerPages(app: FastifyInstance, core: Core): Promise<v
     registerConnectionPages(scope, ctx);
     await registerConsentPages(scope, ctx);
     registerMigrationDashboard(scope, ctx);
+    registerMigrationPlanPage(scope, ctx);
+    registerMigrationGuide(scope, core);
   });
 }

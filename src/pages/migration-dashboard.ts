@@ -1,16 +1,23 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
-import type { UserRow } from '../access/principal.js';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { CapabilitySchema, ROLE_CEILING } from '../access/capabilities.js';
+import { loadUserByEmail, type UserRow } from '../access/principal.js';
 import type { Core } from '../core.js';
-import { AppError, forbidden, unauthorized } from '../errors.js';
+import { AppError, badRequest, forbidden, unauthorized, validationError } from '../errors.js';
+import { adminDisableLegacyKey, mintSuccessorKey } from '../gateway/cutover.js';
 import { buildMigrationReport, type MigrationReport } from '../gateway/migration-report.js';
 import { errorBody } from '../http/app.js';
-import { requireUser, sendPage, type PageContext } from './account-pages.js';
+import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
+import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { html, type Html } from './html.js';
+import { shadowSection } from './shadow-section.js';
+import { cutoverSection, mintedSuccessorNotice } from './cutover-section.js';
 
 /*
  * The migration dashboard for admins and ops: v2 traffic over the last 30 days as inline SVG
  * charts (no script: the pages' CSP allows none), what is still called, what cannot move yet,
- * which keys can go, and the days to the sunset. /app/migration.json serves the same report.
+ * which keys can go, each key's cutover to its successor v4 key (with the admin's forms), and the
+ * days to the sunset. /app/migration.json serves the same report, to the session or an admin API key.
  */
 
 const REPORT_DAYS = 30;
@@ -28,9 +35,16 @@ const styleOf = (i: number) => SERIES_STYLES[i % SERIES_STYLES.length]!;
 const number = (n: number) => n.toLocaleString('en-US');
 
 /** Admins only, over their own companies. */
-async function reportFor(core: Core, user: UserRow): Promise<MigrationReport> {
+async function reportFor(core: Core, user: UserRow): Promise<MigrationReport & { shadow: ShadowReport }> {
   if (user.role !== 'admin') throw forbidden('admin_only', 'The migration dashboard is for admins; ask an admin of your company');
-  return buildMigrationReport(core, { companyIds: user.company_ids, days: REPORT_DAYS });
+  const report = await buildMigrationReport(core, { companyIds: user.company_ids, days: REPORT_DAYS });
+  return { ...report, shadow: shadowCheckOf(core).report(user.company_ids) };
+}
+
+/** The user an API key acts as: automation reads the report as that user, admins only like the page. */
+async function apiKeyUser(core: Core, request: FastifyRequest): Promise<UserRow | undefined> {
+  const principal = await core.auth.authenticate(request.headers);
+  return loadUserByEmail(core.db, principal.email);
 }
 
 /** 1, 2 or 5 times a power of ten: round axis steps. */
@@ -94,7 +108,7 @@ function sparkline(name: string, values: number[]): Html {
 <line x1="0" x2="${values.length * step}" y1="${height - 0.5}" y2="${height - 0.5}" stroke="#8a919c" stroke-width="1"/>${bars}</svg>`;
 }
 
-function dashboardBody(report: MigrationReport): Html {
+function dashboardBody(report: MigrationReport & { shadow: ShadowReport }, csrfToken: string): Html {
   const companyName = new Map(report.companies.map((company) => [company.id, company.name]));
   const quiet = report.keys.filter((key) => key.quiet);
   const sunsetDay = report.sunset.at.slice(0, 10);
@@ -137,14 +151,14 @@ ${report.noSuccessorInUse.length === 0
 
   const quietKeys = html`<section aria-labelledby="quiet-heading"><h2 id="quiet-heading">Keys that went quiet</h2>
 ${quiet.length === 0
-    ? html`<p>Every active key was used in the last 14 days.</p>`
-    : html`<p>No call in 14 days: candidates to disable. Disabling takes effect on the next request.</p>
+    ? html`<p>Every active key was used in the last ${report.cutover.quietDays} days.</p>`
+    : html`<p>No call in ${report.cutover.quietDays} days: candidates to disable. Disabling takes effect on the next request.</p>
 <table id="quiet-keys"><thead><tr><th scope="col">Key</th><th scope="col">Company</th><th scope="col">Last call (UTC)</th><th scope="col">Disable with</th></tr></thead>
 <tbody>${quiet.map((key) => html`<tr><td>${key.name}</td><td>${companyName.get(key.companyId) ?? key.companyId}</td>
 <td class="nowrap">${key.lastUsedAt ? key.lastUsedAt.slice(0, 10) : 'never'}</td><td><code>svc-server legacy-keys disable ${key.id}</code></td></tr>`)}</tbody></table>`}</section>`;
 
-  return html`<div class="dashboard">${sunset}${traffic}${endpoints}${noSuccessor}${quietKeys}</div>
-<p class="tools">Generated ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC · the same report as JSON: <a href="/app/migration.json">/app/migration.json</a></p>`;
+  return html`<div class="dashboard">${sunset}${traffic}${cutoverSection(report, csrfToken)}${endpoints}${noSuccessor}${quietKeys}${shadowSection(report.shadow)}</div>
+<p class="tools">Generated ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC · the same report as JSON: <a href="/app/migration.json">/app/migration.json</a> · for integration owners: <a href="/docs/migration">the migration guide</a></p>`;
 }
 
 export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContext): void {
@@ -154,7 +168,39 @@ export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContex
     const user = await requireUser(ctx, request, reply);
     if (!user) return reply;
     const report = await reportFor(core, user);
-    return sendPage(reply, 'v2 migration', dashboardBody(report), user, sessions.csrfToken(request, reply));
+    const csrfToken = sessions.csrfToken(request, reply);
+    return sendPage(reply, 'v2 migration', dashboardBody(report, csrfToken), user, csrfToken);
+  });
+
+  /** The signed-in admin of a cutover form, its CSRF token checked. */
+  const formAdmin = async (request: FastifyRequest): Promise<UserRow> => {
+    const user = await sessions.currentUser(request);
+    if (!user) throw unauthorized('not_signed_in', 'Sign in at /app/sign-in first');
+    sessions.checkCsrf(request);
+    if (user.role !== 'admin') throw forbidden('admin_only', 'Only an admin of the legacy key’s company may change its cutover');
+    return user;
+  };
+
+  // The new key is shown once, above the dashboard; reloading the page never shows it again.
+  app.post('/app/migration/keys/:id/successor', async (request, reply) => {
+    const user = await formAdmin(request);
+    const { id } = request.params as { id: string };
+    const form = request.body as Record<string, unknown>;
+    const requested = z.array(CapabilitySchema).safeParse(formList(form.capabilities));
+    if (!requested.success) throw validationError(requested.error, 'capabilities');
+    if (requested.data.length === 0) throw badRequest('no_capabilities', 'Tick at least one capability for the successor key');
+    const grantor = { companyIds: user.company_ids, capabilities: new Set(ROLE_CEILING[user.role]) };
+    const minted = await mintSuccessorKey(core, id, grantor, { capabilities: requested.data, replace: form.replace === 'true' });
+    const csrfToken = sessions.csrfToken(request, reply);
+    const body = html`${mintedSuccessorNotice(minted)}${dashboardBody(await reportFor(core, user), csrfToken)}`;
+    return sendPage(reply, 'v2 migration', body, user, csrfToken, 201);
+  });
+
+  app.post('/app/migration/keys/:id/disable', async (request, reply) => {
+    const user = await formAdmin(request);
+    const { id } = request.params as { id: string };
+    await adminDisableLegacyKey(core, id, { userId: user.id, email: user.email, companyIds: user.company_ids }, `disabled by ${user.email} on the dashboard`);
+    return reply.redirect('/app/migration', 303);
   });
 
   app.get(
@@ -168,8 +214,8 @@ export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContex
       },
     },
     async (request) => {
-      const user = await sessions.currentUser(request);
-      if (!user) throw unauthorized('not_signed_in', 'Sign in at /app/sign-in first: the report uses the pages’ session');
+      const user = request.headers['x-api-key'] === undefined ? await sessions.currentUser(request) : await apiKeyUser(core, request);
+      if (!user) throw unauthorized('not_signed_in', 'Sign in at /app/sign-in first, or send an admin API key in X-API-KEY');
       return reportFor(core, user);
     },
   );

@@ -160,6 +160,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     options: schema ? `-c search_path=${schema}` : undefined,
   };
   const listeners = new Map<string, (payload: string) => void>();
+  const ignoreLost = () => undefined;
   const dispatch = (message: { channel: string; payload?: string | undefined }) => listeners.get(message.channel)?.(message.payload ?? '');
   const pool = new pg.Pool({
     ...connection,
@@ -168,6 +169,10 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     // Pooled connections listen too: the notification of this process's own commit then arrives on the
     // committing connection before the commit returns, so a caller never outruns its own write.
     onConnect: async (client) => {
+      // pg-pool leaves a client without an 'error' listener from handing it out until its borrower attaches
+      // one, a microtask later; a backend's FATAL parsed in that gap (same socket read as the ReadyForQuery
+      // that freed it) would be an uncaught 'error' event, which ends the process. The next query reports it.
+      client.on('error', ignoreLost);
       client.on('notification', dispatch);
       for (const channel of listeners.keys()) await client.query(`LISTEN ${channel}`);
     },
@@ -182,9 +187,6 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       throw connectionLost(error);
     }
   };
-  // The pool only listens for errors of idle clients: a connection lost between two statements of a
-  // transaction would otherwise be an uncaught 'error' event, which ends the process.
-  const ignoreLost = () => undefined;
   return {
     kind: 'postgres',
     query: (statement) => run(pool, statement),
@@ -192,18 +194,20 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       const client = await pool.connect().catch((error: unknown) => {
         throw connectionLost(error);
       });
-      client.on('error', ignoreLost);
       try {
         await run(client as never, sql`BEGIN`);
         const result = await work({ query: (statement) => run(client as never, statement) });
         await run(client as never, sql`COMMIT`);
+        client.release();
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        // A lost connection goes back marked, so the pool discards it instead of lending it again.
+        const rollback = await client.query('ROLLBACK').then(
+          () => undefined,
+          (rollbackError: Error) => rollbackError,
+        );
+        client.release(error instanceof DatabaseUnavailable ? error : rollback);
         throw error;
-      } finally {
-        client.off('error', ignoreLost);
-        client.release();
       }
     },
     exec: async (script) => {

@@ -352,6 +352,24 @@ CREATE TABLE app_sessions (
 CREATE INDEX app_sessions_user_idx ON app_sessions (user_id);
 `,
   },
+  {
+    // The cutover of a legacy key: its successor v4 key (minted from the running service), the key's
+    // first successful v4 call (set once), and who disabled a legacy key and why (an admin, the
+    // operator's CLI or the automatic policy). Keys disabled before were disabled by the operator.
+    id: '0008_legacy_key_cutover',
+    up: `
+ALTER TABLE api_keys ADD COLUMN first_used_at timestamptz;
+
+ALTER TABLE legacy_keys ADD COLUMN successor_key_id text REFERENCES api_keys (id);
+ALTER TABLE legacy_keys ADD COLUMN successor_minted_at timestamptz;
+ALTER TABLE legacy_keys ADD COLUMN disabled_by text CHECK (disabled_by IN ('operator', 'admin', 'policy'));
+ALTER TABLE legacy_keys ADD COLUMN disabled_by_user_id text REFERENCES users (id);
+ALTER TABLE legacy_keys ADD COLUMN disable_reason text;
+ALTER TABLE legacy_keys ADD CONSTRAINT legacy_keys_successor_minted CHECK ((successor_key_id IS NULL) = (successor_minted_at IS NULL));
+UPDATE legacy_keys SET disabled_by = 'operator' WHERE disabled_at IS NOT NULL;
+ALTER TABLE legacy_keys ADD CONSTRAINT legacy_keys_disabled_by CHECK ((disabled_at IS NULL) = (disabled_by IS NULL));
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

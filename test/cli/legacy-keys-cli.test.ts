@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { SVC_SERVER_STEPS_TIMEOUT_MS } from '../helpers/harness.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
@@ -11,7 +12,7 @@ import { resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
 const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 
 // The operator's commands open the store themselves; PGlite is enough to exercise them.
-describe('svc-server legacy-keys create|import|list|disable [pglite]', () => {
+describe('svc-server legacy-keys create|import|list|disable [pglite]', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, () => {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
 

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { SVC_SERVER_STEPS_TIMEOUT_MS } from '../helpers/harness.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
@@ -12,7 +13,7 @@ import { sql } from '../../src/store/sql.js';
 const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 
 // The operator's commands open the store themselves; PGlite is enough to exercise them.
-describe('svc-server orders advance|event [pglite]', () => {
+describe('svc-server orders advance|event [pglite]', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, () => {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
   let orderId: string;

@@ -1,7 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildInput, describeInput, kebabCase, pathParamsOf } from '../../cli/args.js';
-import { checkAddress, resolveCredential, resolveTarget, type StoredConfig } from '../../cli/config.js';
+import { checkAddress, describeTarget, parseEnvironment, readConfig, resolveCredential, resolveTarget, type StoredConfig } from '../../cli/config.js';
 import { CliError, EXIT } from '../../cli/exit-codes.js';
 import type { ApiRequest } from '../../cli/http.js';
 import { registerOperationCommands } from '../../cli/operations.js';
@@ -101,9 +104,48 @@ describe('svc argument parsing', () => {
     expect(purchase.items?.kind).toBe('json');
 
     const list = Object.fromEntries(describeInput(op('list_orders').input).map((f) => [f.field, f]));
-    expect(list.limit?.kind).toBe('number');
-    expect(list.topLevel?.kind).toBe('boolean');
+    expect(list.limit).toMatchObject({ kind: 'number', integer: true });
+    expect(list.topLevel).toMatchObject({ kind: 'boolean', choices: [] });
     expect(describeInput(op('get_order').input, pathParamsOf(op('get_order').path))).toEqual([]);
+  });
+
+  it('lists choices only for enumerations: none for free text that may also be "" or null, none for booleans', () => {
+    const employee = Object.fromEntries(describeInput(op('create_employee').input).map((f) => [f.field, f]));
+    for (const field of ['personalEmail', 'jobTitle', 'country', 'teamName']) expect(employee[field]?.choices).toEqual([]);
+    const search = Object.fromEntries(describeInput(op('search_inventory').input).map((f) => [f.field, f]));
+    expect(search.status?.choices).toEqual(['Available', 'Assigned', 'In Transit', 'In Repair', 'Retired']);
+    expect(search.inStock?.choices).toEqual([]);
+    // record_order_event: `status` is free text in one variant (an order status, any case), so no list; `type` is every variant's constant.
+    const event = Object.fromEntries(describeInput(op('record_order_event').input, ['id']).map((f) => [f.field, f]));
+    expect(event.status?.choices).toEqual([]);
+    expect(event.type).toMatchObject({ required: true, choices: ['status', 'delay', 'delay_resolved', 'shipment', 'device'] });
+  });
+
+  it('prints choices in help when there are some, and never an empty list', () => {
+    const program = new Command('svc');
+    registerOperationCommands(program, OPERATIONS, () => new Session({}, {}, '/nonexistent/svc-config.json'));
+    const commandOf = (words: string) => words.split(' ').reduce<Command>((c, word) => c.commands.find((s) => s.name() === word)!, program);
+    const help = (words: string) => commandOf(words).helpInformation();
+    for (const o of OPERATIONS) {
+      const text = help(o.cli).replace(/\s+/g, ' ');
+      expect(text, o.cli).not.toContain('(one of: )');
+      // Every choice is named once, in the flag's description or in "(one of: …)" after it.
+      for (const flag of describeInput(o.input, pathParamsOf(o.path)).filter((f) => f.choices.length > 0)) {
+        const line = text.slice(text.indexOf(`--${flag.flag} `)).split(/ --/)[0]!;
+        for (const choice of flag.choices) expect(line, `${o.cli} --${flag.flag}`).toContain(choice);
+      }
+    }
+    expect(help('orders event').replace(/\s+/g, ' ')).toContain('--type <value> (one of: status, delay, delay_resolved, shipment, device) [required]');
+    expect(help('inventory search').replace(/\s+/g, ' ')).toContain('--status <value> Device status: Available, Assigned, In Transit, In Repair, Retired --all');
+    expect(help('employees create')).toMatch(/--personal-email <value> +Private email address; null or "" clears it\n/);
+  });
+
+  it('refuses a number flag that is no number, naming the flag and the rule', async () => {
+    for (const [value, rule] of [['abc', 'a whole number'], ['2.5', 'a whole number'], ['', 'a whole number']] as const) {
+      const error = await refusal('teams', 'list', '--limit', value);
+      expect(error.exitCode).toBe(EXIT.usage);
+      expect(error.message).toBe(`--limit: expected ${rule}, got "${value}"`);
+    }
   });
 
   it('sends flags as the JSON body of a write, typed, with the path parameter from the argument', async () => {
@@ -148,8 +190,8 @@ describe('svc argument parsing', () => {
     expect(pin.message).toContain('--pin-code: must be 4 to 12 digits');
     const both = await refusal('products', 'pin-code', '--product-id', 'p1', '--serial-number', 's', '--pin-code', '1234');
     expect(both.message).toContain('give exactly one of productId or serialNumber');
-    const limit = await refusal('teams', 'list', '--limit', 'many');
-    expect(limit.message).toContain('--limit');
+    const limit = await refusal('teams', 'list', '--limit', '0');
+    expect(limit.message).toBe('Invalid input to teams list: --limit: Too small: expected number to be >=1');
   });
 
   it('merges the --input body under the flags: a flag wins over the same field', () => {
@@ -170,13 +212,77 @@ describe('svc argument parsing', () => {
     const config: StoredConfig = { active: 'work', accounts: { work: { apiKey: 'k', environment: 'next' } }, devApiUrl: 'https://me.dev.example' };
     const account = resolveCredential({}, {}, config);
     expect(resolveTarget({}, undefined, config)).toEqual({ environment: 'prod', baseUrl: 'https://api.devicelifecycle.example' });
-    expect(resolveTarget({ environment: 'io' }, undefined, config).baseUrl).toBe('https://api.devicelifecycle.example');
+    expect(resolveTarget({ environment: 'io' }, undefined, config)).toEqual({ environment: 'io', baseUrl: 'https://api.devicelifecycle.example' });
     expect(resolveTarget({}, account, config)).toEqual({ environment: 'next', baseUrl: 'https://api.next.devicelifecycle.example' });
-    expect(resolveTarget({ environment: 'dev' }, account, config).baseUrl).toBe('https://me.dev.example');
+    expect(resolveTarget({ environment: 'dev' }, account, config)).toEqual({ environment: 'dev', baseUrl: 'https://me.dev.example' });
     expect(resolveTarget({ environment: 'local', allowLocalhost: true }, account, config).baseUrl).toBe('http://127.0.0.1:3001');
     expect(() => resolveTarget({ environment: 'local' }, account, config)).toThrow(/pass --allow-localhost/);
     expect(() => resolveTarget({ environment: 'staging' }, account, config)).toThrow(/Unknown environment "staging"/);
     expect(() => checkAddress('http://api.example.com', true)).toThrow(/API keys are sent only over HTTPS/);
     expect(checkAddress('https://api.example.com/base/', false)).toBe('https://api.example.com');
+  });
+
+  it('labels a server given by URL by the URL, not by the environment it overrides', () => {
+    const config: StoredConfig = { accounts: {} };
+    expect(resolveTarget({ apiUrl: 'https://api.example.com/' }, undefined, config)).toEqual({ environment: null, baseUrl: 'https://api.example.com' });
+    expect(resolveTarget({ environment: 'next', apiUrl: 'https://api.example.com' }, undefined, config).environment).toBeNull();
+    // The environment's own address spelled as a URL is still that environment.
+    expect(resolveTarget({ apiUrl: 'https://api.devicelifecycle.example' }, undefined, config).environment).toBe('prod');
+    expect(describeTarget({ environment: null, baseUrl: 'http://127.0.0.1:4201' })).toBe('http://127.0.0.1:4201');
+    expect(describeTarget({ environment: 'next', baseUrl: 'https://api.next.devicelifecycle.example' })).toBe('https://api.next.devicelifecycle.example (next)');
+  });
+
+  it('takes local:<port> for a local server on another port, and names the rule for a bad port', () => {
+    const config: StoredConfig = { accounts: {} };
+    expect(parseEnvironment('local:4201')).toBe('local:4201');
+    expect(parseEnvironment('local:04201')).toBe('local:4201');
+    expect(resolveTarget({ environment: 'local:4201', allowLocalhost: true }, undefined, config)).toEqual({ environment: 'local:4201', baseUrl: 'http://127.0.0.1:4201' });
+    expect(() => resolveTarget({ environment: 'local:4201' }, undefined, config)).toThrow(/Refusing plain HTTP to http:\/\/127.0.0.1:4201: pass --allow-localhost/);
+    for (const bad of ['local:', 'local:0', 'local:65536', 'local:http']) {
+      expect(() => parseEnvironment(bad)).toThrow(`--environment ${bad}: the port of local:<port> must be a whole number from 1 to 65535`);
+    }
+    expect(() => parseEnvironment('next:4201')).toThrow(/Unknown environment "next:4201": use one of prod, io, next, local, dev, or local:<port>/);
+  });
+
+  it('counts --allow-localhost stored with an account, for that account’s own address only', () => {
+    const config: StoredConfig = {
+      active: 'mine',
+      accounts: {
+        mine: { apiKey: 'k', environment: 'local:4201', allowLocalhost: true },
+        custom: { apiKey: 'k', apiUrl: 'http://127.0.0.1:4300', allowLocalhost: true },
+      },
+    };
+    const mine = resolveCredential({}, {}, config);
+    expect(resolveTarget({}, mine, config)).toEqual({ environment: 'local:4201', baseUrl: 'http://127.0.0.1:4201' });
+    expect(() => resolveTarget({ environment: 'local' }, mine, config)).toThrow(/pass --allow-localhost/);
+    expect(() => resolveTarget({ apiUrl: 'http://127.0.0.1:4999' }, mine, config)).toThrow(/pass --allow-localhost/);
+    const custom = { apiKey: 'k', source: 'account' as const, account: 'custom' };
+    expect(resolveTarget({}, custom, config)).toEqual({ environment: null, baseUrl: 'http://127.0.0.1:4300' });
+    // SVC_API_KEY is no account: its address needs the flag.
+    expect(() => resolveTarget({ environment: 'local:4201' }, { apiKey: 'k', source: 'env' }, config)).toThrow(/pass --allow-localhost/);
+  });
+
+  it('loads config files written before accounts remembered --allow-localhost', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-old-config-'));
+    const file = join(dir, 'config.json');
+    // What svc wrote before: every account with an environment, --api-url kept, no allowLocalhost.
+    writeFileSync(
+      file,
+      JSON.stringify({
+        active: 'loopback',
+        accounts: {
+          loopback: { apiKey: 'k1', environment: 'prod', apiUrl: 'http://127.0.0.1:4201', user: 'a@example.com' },
+          local: { apiKey: 'k2', environment: 'local' },
+          staging: { apiKey: 'k3', environment: 'next' },
+        },
+      }),
+    );
+    const config = readConfig(file);
+    // Login took a plain-HTTP loopback address only with --allow-localhost, so those accounts had it.
+    expect(config.accounts.loopback).toMatchObject({ allowLocalhost: true });
+    expect(config.accounts.local).toMatchObject({ allowLocalhost: true });
+    expect(config.accounts.staging?.allowLocalhost).toBeUndefined();
+    expect(resolveTarget({}, resolveCredential({}, {}, config), config)).toEqual({ environment: null, baseUrl: 'http://127.0.0.1:4201' });
+    expect(readConfig(join(dir, 'missing.json'))).toEqual({ accounts: {} });
   });
 });

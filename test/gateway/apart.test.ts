@@ -4,12 +4,14 @@ import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { loadConfig } from '../../src/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
+import { resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { backends, client, TEST_SECRET_KEY, freePort, adminQuery } from '../helpers/harness.js';
+import { LegacyV2Server } from '../helpers/legacy-v2.js';
 
 /*
  * The separate deployment: the core runs as its own process, the gateway in this one on the same
@@ -102,6 +104,19 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     expect(v4.body.data).toMatchObject({ email: 'vera@acme.example', personalEmail: 'vera@home.example' });
   });
 
+  it('serves what a v2 answer links to: the migration guide and both API documents, from the core', async () => {
+    const [someone] = await employees();
+    const read = await client(gateway, demo.legacyKeys.full).get(`/v2/employees/${someone!.id as string}`);
+    expect(read.headers.link).toContain('</docs/migration#get-employees-id>; rel="deprecation"');
+    const guide = await gateway.inject({ url: '/docs/migration' });
+    expect(guide.statusCode).toBe(200);
+    expect(guide.body).toContain('<section id="get-employees-id"');
+    for (const url of ['/openapi.json', '/openapi-v2.json', '/docs/migration.json']) {
+      expect((await gateway.inject({ url })).statusCode, url).toBe(200);
+    }
+    expect((await gateway.inject({ url: '/openapi-v2.json' })).json().info.title).toContain('v2 (deprecated)');
+  });
+
   it('keeps the v2 403 of a key lacking the route scope', async () => {
     const [someone] = await employees();
     const res = await client(gateway, demo.legacyKeys.addressOnly).patch(`/v2/employees/${someone!.id as string}`, { displayName: 'X' });
@@ -192,6 +207,48 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     });
     expect(embedded.status).toBe(1);
     expect(embedded.stderr).toContain('set DATABASE_URL');
+  });
+
+  it('serves the shadow report where the check runs, the caller authenticated by the core', { timeout: 60_000 }, async () => {
+    const legacyPort = await freePort();
+    const shadowConfig = {
+      databaseUrl: env.DATABASE_URL,
+      secretKey: TEST_SECRET_KEY,
+      logLevel: 'silent',
+      legacyV2Upstream: `http://127.0.0.1:${legacyPort}`,
+      shadowSampleRate: 1,
+      shadowTimeoutMs: 3000,
+      shadowMaxInFlight: 1,
+    };
+    const shadowCore = await createCore(loadConfig({}, shadowConfig), { logger: pino({ level: 'silent' }), now: () => NOW });
+    const shadowGateway = await buildGatewayApp(shadowCore, upstream);
+    const key = await resolveLegacyKey(shadowCore, demo.legacyKeys.full);
+    if (key.status !== 'active') throw new Error('the demo legacy key is not active');
+    const legacy = new LegacyV2Server(shadowCore.db, new Map([[demo.legacyKeys.full, key.companyId]]), legacyPort);
+    await legacy.start();
+    legacy.plant = (path, body) => (path === '/teams' ? (body as Doc[]).slice(1) : body);
+    const report = (apiKey: string) => client(shadowGateway, apiKey).get('/v4/admin/shadow-report');
+    try {
+      expect((await client(shadowGateway, demo.legacyKeys.full).get('/v2/teams')).status).toBe(200);
+      await vi.waitFor(async () => expect((await report(demo.apiKeys.admin!)).body.data.totals.compared).toBe(1));
+      const found = (await report(demo.apiKeys.admin!)).body;
+      expect(found).toMatchObject({ ok: true, data: { enabled: true, routes: [{ route: 'GET /teams', different: 1 }] } });
+      expect(found.data.examples[0]).toMatchObject({ route: 'GET /teams', legacyKeyId: key.legacyKeyId, differences: [{ path: '[]', kind: 'added' }] });
+      // The core, where the check does not run, has nothing to show.
+      expect((await client(gateway, demo.apiKeys.admin).get('/v4/admin/shadow-report')).body.data.routes).toEqual([]);
+
+      const refused = await report(demo.apiKeys.manager!);
+      expect(refused.status).toBe(403);
+      expect(refused.body.error.code).toBe('admin_only');
+      const unknown = await report('sk_live_not_a_key');
+      expect(unknown.status).toBe(401);
+      expect(unknown.body.ok).toBe(false);
+      expect((await report(demo.legacyKeys.full)).status).toBe(401);
+    } finally {
+      await legacy.stop();
+      await shadowGateway.close();
+      await shadowCore.close();
+    }
   });
 
   it('answers 502 in the v2 shape, promptly, once the core is down', async () => {

@@ -1,26 +1,39 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deprecationVerdict } from '../../src/gateway/deprecation.js';
+import { deprecationVerdict, type DeprecationLinks } from '../../src/gateway/deprecation.js';
 import { loadMappings } from '../../src/gateway/mappings.js';
 
 const { sunset } = loadMappings(join(import.meta.dirname, '../../mappings'));
 const at = (iso: string) => new Date(iso);
-const verdict = (iso: string) => deprecationVerdict(sunset, at(iso), '/v4/employees/emp_1');
+const employee = { successorPath: '/v4/employees/emp_1', guideAnchor: 'get-employees-id' };
+const teams = { successorPath: '/v4/teams', guideAnchor: 'get-teams' };
+const catalogs = { successorPath: undefined, guideAnchor: 'get-catalogs' };
+const verdict = (iso: string, links: DeprecationLinks = employee) => deprecationVerdict(sunset, at(iso), links);
 
 describe('deprecationVerdict', () => {
-  it('sends the three signals in their RFC formats', () => {
+  it('sends the three signals in their RFC formats, the deprecation link to the route\'s section of the served guide', () => {
     expect(verdict('2026-06-01T00:00:00Z').headers).toEqual({
       Deprecation: '@1751328000',
       Sunset: 'Fri, 01 Jan 2027 00:00:00 GMT',
-      Link: '</v4/employees/emp_1>; rel="successor-version", <https://docs.device-lifecycle.example/migrate/v2-to-v4>; rel="deprecation"',
+      Link: '</v4/employees/emp_1>; rel="successor-version", </docs/migration#get-employees-id>; rel="deprecation"',
     });
+  });
+
+  it('sends no successor-version link for a route without a v4 successor', () => {
+    expect(verdict('2026-06-01T00:00:00Z', catalogs).headers.Link).toBe('</docs/migration#get-catalogs>; rel="deprecation"');
   });
 
   it('fills {v4Path} into a successor template with a host', () => {
     const withHost = { ...sunset, links: { ...sunset.links, successor: 'https://api.example{v4Path}' } };
-    expect(deprecationVerdict(withHost, at('2026-06-01T00:00:00Z'), '/v4/teams').headers.Link).toMatch(
+    expect(deprecationVerdict(withHost, at('2026-06-01T00:00:00Z'), teams).headers.Link).toMatch(
       /^<https:\/\/api\.example\/v4\/teams>; rel="successor-version", /,
     );
+  });
+
+  it('follows an operator\'s own guide URL, with or without {anchor}', () => {
+    const own = (migrationGuide: string) => deprecationVerdict({ ...sunset, links: { ...sunset.links, migrationGuide } }, at('2026-06-01T00:00:00Z'), teams);
+    expect(own('https://wiki.example/v2-to-v4').headers.Link).toBe('</v4/teams>; rel="successor-version", <https://wiki.example/v2-to-v4>; rel="deprecation"');
+    expect(own('https://wiki.example/v2#{anchor}').headers.Link).toContain('<https://wiki.example/v2#get-teams>; rel="deprecation"');
   });
 
   it('answers normally before the first brownout and between brownouts', () => {
@@ -38,6 +51,7 @@ describe('deprecationVerdict', () => {
     expect(gone).toMatchObject({ status: 410, code: 'v2_brownout' });
     expect(gone?.message).toContain(end);
     expect(gone?.message).toContain('/v4/employees/emp_1');
+    expect(gone?.message).toContain('/docs/migration#get-employees-id');
     expect(headers.Sunset).toBe('Fri, 01 Jan 2027 00:00:00 GMT');
   });
 
@@ -58,10 +72,19 @@ describe('deprecationVerdict', () => {
     expect(headers.Deprecation).toBe('@1751328000');
   });
 
+  it('names no successor in the 410 of a route without one, only the guide', () => {
+    for (const now of ['2026-12-01T15:00:00Z', '2027-02-01T00:00:00Z']) {
+      const message = verdict(now, catalogs).gone?.message;
+      expect(message).toContain('this endpoint has no v4 successor');
+      expect(message).toContain('/docs/migration#get-catalogs');
+      expect(message).not.toContain('/v4');
+    }
+  });
+
   it('follows an operator extending the sunset', () => {
     const extended = { ...sunset, sunset: at('2027-07-01T00:00:00Z') };
-    expect(deprecationVerdict(extended, at('2027-03-01T00:00:00Z'), '/v4/teams').gone).toBeNull();
-    expect(deprecationVerdict(extended, at('2027-03-01T00:00:00Z'), '/v4/teams').headers.Sunset).toBe(
+    expect(deprecationVerdict(extended, at('2027-03-01T00:00:00Z'), teams).gone).toBeNull();
+    expect(deprecationVerdict(extended, at('2027-03-01T00:00:00Z'), teams).headers.Sunset).toBe(
       'Thu, 01 Jul 2027 00:00:00 GMT',
     );
   });

@@ -259,6 +259,16 @@ describe('loadMappings refuses broken maps', () => {
     expect(loadError(dir)).toMatch(/^v2-routes\.yaml: routes\.0\.request\.0\.op: .*'rename'.*'follow_up'/);
   });
 
+  it('shadow-check rules on a write: writes are never mirrored', () => {
+    const dir = shippedWith(ROUTES_FILE, "    v4: [{ operation: create_team }]\n", "    v4: [{ operation: create_team }]\n    compare: { volatile: [createdAt] }\n");
+    expect(loadError(dir)).toMatch(/^v2-routes\.yaml: routes\.\d+\.compare: only a translated GET is compared with the legacy v2 API \(writes are never mirrored\)/);
+  });
+
+  it('a shadow-check path that does not fit the answer: a bare list’s paths start with []', () => {
+    const dir = shippedWith(ROUTES_FILE, "volatile: ['[].createdAt']\n", 'volatile: [createdAt]\n');
+    expect(loadError(dir)).toMatch(/^v2-routes\.yaml: routes\.\d+\.compare: createdAt: this route answers a bare list, so paths start with \[\]/);
+  });
+
   it('a duplicate method and path', () => {
     const dir = shippedWith(ROUTES_FILE, 'path: /orders/collection', 'path: /orders/swap');
     expect(loadError(dir)).toMatch(/^v2-routes\.yaml: routes\.\d+ \(POST \/orders\/swap\): duplicates routes\.\d+/);

@@ -107,3 +107,6 @@ export function client(app: FastifyInstance, apiKey?: string, extraHeaders: Reco
     patch: (url: string, body: unknown = {}) => call('PATCH', url, body),
   };
 }
+
+/** Tests that run several `svc-server` commands in a row: each starts a process that opens the store. */
+export const SVC_SERVER_STEPS_TIMEOUT_MS = 120_000;

@@ -1,3 +1,4 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATIONS } from '../../src/operations/index.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
@@ -60,5 +61,61 @@ describe.each(backends())('OpenAPI document and docs [%s]', (backend) => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(res.body).toMatch(/<html/i);
+  });
+});
+
+describe.each(backends())('the v2 OpenAPI document [%s]', (backend) => {
+  type Operation = Record<string, unknown> & { operationId: string; deprecated?: boolean };
+  type Document = { openapi: string; paths: Record<string, Record<string, Operation>> };
+  let t: TestApp;
+  let v2: Document;
+  let v4: Document;
+  beforeAll(async () => {
+    t = await startTestApp(backend, { seed: false });
+    const [v2Res, v4Res] = await Promise.all([t.app.inject({ url: '/openapi-v2.json' }), t.app.inject({ url: '/openapi.json' })]);
+    expect(v2Res.statusCode).toBe(200);
+    v2 = v2Res.json();
+    v4 = v4Res.json();
+  });
+  afterAll(() => t.close());
+
+  const validate = async (document: unknown) => new Validator().validate(structuredClone(document) as Record<string, unknown>);
+
+  it('validates as OpenAPI 3.1, like the v4 one, with a validator that does refuse a broken one', async () => {
+    expect(v2.openapi).toBe('3.1.0');
+    expect(await validate(v2)).toEqual({ valid: true });
+    expect(await validate(v4)).toEqual({ valid: true });
+    const broken = structuredClone(v2);
+    broken.paths['/v2/teams']!.get!.deprecated = 'yes' as never;
+    expect((await validate(broken)).valid).toBe(false);
+  });
+
+  it('has one deprecated operation per v2 route, with its sunset and its v4 successor as the v4 document has it', () => {
+    const { routes, sunset } = t.core.mappings;
+    const operations = Object.values(v2.paths).flatMap((methods) => Object.values(methods));
+    expect(operations).toHaveLength(routes.length);
+    for (const route of routes) {
+      const op = v2.paths[openApiPath(`/v2${route.path}`)]?.[route.method.toLowerCase()];
+      expect(op, `${route.method} ${route.path}`).toMatchObject({ deprecated: true, 'x-sunset': sunset.sunset.toISOString(), 'x-v2-scope': route.scope });
+      const successors = op!['x-v4-successor'] as Array<{ operationId: string; method: string; path: string }>;
+      if (route.kind === 'passthrough') {
+        expect(successors).toEqual([]);
+        expect(op!['x-no-v4-successor']).toEqual(expect.any(String));
+        continue;
+      }
+      expect(successors[0]?.operationId).toBe(route.v4[0]!.operation);
+      for (const successor of successors) {
+        expect(v4.paths[successor.path]?.[successor.method.toLowerCase()]?.operationId, `${route.method} ${route.path} → ${successor.operationId}`).toBe(successor.operationId);
+      }
+      expect(op!.description).toContain('v2 stops answering on 2027-01-01');
+    }
+  });
+
+  it('is offered on the docs page beside the v4 document, which links the migration guide', async () => {
+    const initializer = await t.app.inject({ url: '/docs/static/swagger-initializer.js' });
+    expect(initializer.statusCode).toBe(200);
+    expect(initializer.body).toContain('"url":"/openapi.json"');
+    expect(initializer.body).toContain('"url":"/openapi-v2.json"');
+    expect((v4 as unknown as { info: { description: string } }).info.description).toContain('[migration guide](/docs/migration)');
   });
 });

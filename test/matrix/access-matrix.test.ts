@@ -245,6 +245,7 @@ describe.each(backends())('access matrix (%s)', (backend) => {
       unique,
       freshAssignedDevice,
       freshOrder,
+      freshLegacyKey: async () => (await register(demo.companies.acme, unique('matrix cutover'), ['api.employees.getAll'])).id,
       freshStockDevice: async () =>
         (await must<{ products: Array<{ id: string }> }>(admin.post('/v4/products', { companyId: ids.acme, products: [{ ...newDevice(), country: 'DE' }] }))).products[0]!.id,
     };
@@ -385,7 +386,7 @@ describe.each(backends())('access matrix (%s)', (backend) => {
       cells.push({ surface: 'cli', op: op.name, credential, expected: expected(op, 'cli', credential, FIXTURES[op.name]!.target), got });
     });
     report(cells, 'cli');
-  }, 120_000);
+  }, 300_000);
 
   it('regression: a legacy key on /mcp gets the 401 challenge pointing to the protected-resource metadata', async () => {
     const response = await rawPost(t.mcpUrl, initializeBody(), { 'x-api-key': legacy.get('legacy_key')! });

@@ -78,7 +78,7 @@ export interface Target {
 }
 
 /** Operations restricted to a role by their own rule (their descriptions): admins only. */
-export const ADMIN_ONLY_OPERATIONS: ReadonlySet<string> = new Set(['record_order_event', 'list_legacy_keys', 'get_legacy_key']);
+export const ADMIN_ONLY_OPERATIONS: ReadonlySet<string> = new Set(['record_order_event', 'list_legacy_keys', 'get_legacy_key', 'get_legacy_key_plan', 'mint_legacy_key_successor', 'disable_legacy_key', 'get_shadow_report']);
 
 interface PrincipalModel {
   role: Role;

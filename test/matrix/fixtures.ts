@@ -37,6 +37,8 @@ export interface World {
   freshAssignedDevice(employeeId: string): Promise<string>;
   /** An open Maintenance order for the employee, with one laptop on it. */
   freshOrder(employeeId: string): Promise<{ orderId: string; deviceId: string }>;
+  /** A new legacy v2 key of Acme holding api.employees.getAll (its successor may read employees). */
+  freshLegacyKey(): Promise<string>;
 }
 
 type Input = Record<string, unknown>;
@@ -148,6 +150,12 @@ export const FIXTURES: Record<string, Fixture> = {
   create_company_address: { target: company('company'), owner: (w) => ({ companyId: w.ids.acme, ...address(w) }) },
   list_legacy_keys: { target: company('list'), owner: () => ({}) },
   get_legacy_key: { target: company('id'), owner: (w) => ({ id: w.ids.legacyKeyId }) },
+  get_legacy_key_plan: { target: company('id'), owner: (w) => ({ id: w.ids.legacyKeyId }) },
+  // The capable key holds only mcp:employees:read, so the successor asks for exactly that.
+  mint_legacy_key_successor: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey(), capabilities: ['mcp:employees:read'] }) },
+  disable_legacy_key: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey() }) },
+  // Filtered to the caller's companies: another company's admin reads an empty report.
+  get_shadow_report: { target: company('list'), owner: () => ({}) },
 };
 
 export interface V2Fixture {

@@ -2,12 +2,12 @@ import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { authorizationRequest, discoverAndRegister, DEMO_PASSWORD } from './support.js';
-import { launchChromium } from '../helpers/chromium.js';
+import { chromiumPath, launchChromium } from '../helpers/chromium.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 
 const SCREENSHOTS = 'docs/screenshots';
 
-describe('a real browser on the sign-in, consent, keys and connections pages', () => {
+describe.skipIf(!chromiumPath())('a real browser on the sign-in, consent, keys and connections pages', () => {
   let s: ListeningTestApp;
   let browser: Browser;
   let page: Page;

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SVC_SERVER_STEPS_TIMEOUT_MS } from '../helpers/harness.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
@@ -11,7 +12,7 @@ import { pino } from 'pino';
 
 const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 
-describe('svc-server users set-password', () => {
+describe('svc-server users set-password', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-password-'));
   const env = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
   const run = (args: string[], input = '') => spawnSync(process.execPath, [...ENTRY, ...args], { env, input, encoding: 'utf8', timeout: 60_000 });

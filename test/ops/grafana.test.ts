@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { dropKeys, REDIS_URL, uniquePrefix } from '../shared-state/redis-support.js';
+import { dropKeys, redisUrl, uniquePrefix } from '../shared-state/redis-support.js';
 
 /*
  * The shipped Grafana dashboard and Prometheus alert rules query only metrics that a built app
@@ -44,20 +44,21 @@ const queries: Array<[string, string]> = [
   ...alerts.groups.flatMap((group) => group.rules.map((rule): [string, string] => [`alert ${rule.alert}`, rule.expr])),
 ];
 
-describe('ops files', () => {
+// The registry exports the Redis metrics only with Redis configured.
+describe.skipIf(!redisUrl())('ops files', () => {
   const prefix = uniquePrefix();
   let t: TestApp;
   let exported: Set<string>;
 
   beforeAll(async () => {
-    t = await startTestApp('pglite', { seed: false, config: { redisUrl: REDIS_URL, redisKeyPrefix: prefix } });
+    t = await startTestApp('pglite', { seed: false, config: { redisUrl: redisUrl(), redisKeyPrefix: prefix } });
     const suffixes: Record<string, string[]> = { histogram: ['_bucket', '_sum', '_count'], summary: ['', '_sum', '_count'] };
     const metrics = await t.core.metrics.registry.getMetricsAsJSON();
     exported = new Set(metrics.flatMap((metric) => (suffixes[metric.type] ?? ['']).map((suffix) => `${metric.name}${suffix}`)));
   });
   afterAll(async () => {
     await t.close();
-    await dropKeys(REDIS_URL, prefix);
+    await dropKeys(redisUrl(), prefix);
   });
 
   it('reads metric names out of PromQL', () => {
@@ -86,5 +87,50 @@ describe('ops files', () => {
     for (const metric of ['svc_v2_requests_total', 'svc_v2_translation_seconds_bucket', 'svc_v2_upstream_errors_total', 'svc_v4_legacy_key_rejections_total', 'svc_v2_sunset_timestamp_seconds', 'svc_http_request_duration_seconds_count', 'svc_mcp_tool_calls_total', 'svc_redis_up']) {
       expect(all).toContain(metric);
     }
+  });
+});
+
+describe('the Grafana dashboard’s job and instance variables', () => {
+  interface Variable {
+    name: string;
+    type: string;
+    query?: { query: string };
+    multi?: boolean;
+    includeAll?: boolean;
+  }
+  const variables = (dashboard as unknown as { templating: { list: Variable[] } }).templating.list;
+  const variable = (name: string) => variables.find((v) => v.name === name);
+  /** The default Node metrics every process exports (prom-client's collectDefaultMetrics): not this service's own. */
+  const isProcessMetric = (name: string) => !name.startsWith('svc_');
+
+  /** Each selector of a metric in the expression, with its label matchers ('' when it has none). */
+  function selectors(expr: string): Array<{ metric: string; matchers: string }> {
+    return metricNames(expr).flatMap((metric) =>
+      [...expr.matchAll(new RegExp(`(?<![\\w:])${metric}(?![\\w:])(\\{[^}]*\\})?`, 'g'))].map((m) => ({ metric, matchers: m[1] ?? '' })),
+    );
+  }
+
+  it('lists the jobs and instances of this service only, instances of the chosen jobs', () => {
+    expect(variable('job')).toMatchObject({ type: 'query', multi: true, includeAll: true, query: { query: 'label_values(svc_v2_sunset_timestamp_seconds, job)' } });
+    expect(variable('instance')).toMatchObject({ type: 'query', multi: true, includeAll: true, query: { query: 'label_values(svc_v2_sunset_timestamp_seconds{job=~"$job"}, instance)' } });
+  });
+
+  it('filters every process panel, and every other query, by job and instance', () => {
+    const dashboardOnly = dashboardQueries(dashboard.panels);
+    const processQueries = dashboardOnly.filter(([, expr]) => metricNames(expr).some(isProcessMetric));
+    expect(processQueries.map(([where]) => where).sort()).toEqual(['panel "CPU per instance"', 'panel "Event-loop lag p99 per instance"', 'panel "Resident memory per instance"']);
+    const unfiltered = dashboardOnly.flatMap(([where, expr]) =>
+      selectors(expr)
+        .filter(({ matchers }) => !matchers.includes('job=~"$job"') || !matchers.includes('instance=~"$instance"'))
+        .map(({ metric }) => `${where}: ${metric}`),
+    );
+    expect(unfiltered).toEqual([]);
+  });
+
+  it('reads selectors and their matchers out of PromQL', () => {
+    expect(selectors('rate(a_total{job=~"$job", instance=~"$instance"}[5m]) / b_total')).toEqual([
+      { metric: 'a_total', matchers: '{job=~"$job", instance=~"$instance"}' },
+      { metric: 'b_total', matchers: '' },
+    ]);
   });
 });

@@ -1,13 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { DEMO_PASSWORD } from '../../src/domain/demo.js';
 import type { MigrationReport } from '../../src/gateway/migration-report.js';
-import { launchChromium } from '../helpers/chromium.js';
-import { freePort } from '../helpers/harness.js';
+import { chromiumPath, startDemoInBrowser, type DemoInBrowser } from '../helpers/chromium.js';
 
 const SCREENSHOTS = 'docs/screenshots';
 const DAY_MS = 86_400_000;
@@ -16,38 +14,18 @@ const DAY_MS = 86_400_000;
  * The dashboard as an operator meets it: the demo server started as `svc-server serve --demo`
  * (seeded with 30 days of v2 history), live traffic from scripts/v2-traffic.ts, a real chromium.
  */
-describe('the migration dashboard in a real browser, with the demo history and live traffic', () => {
+describe.skipIf(!chromiumPath())('the migration dashboard in a real browser, with the demo history and live traffic', () => {
+  let demo: DemoInBrowser;
   let dataDir: string;
-  let server: ChildProcess;
   let baseUrl: string;
-  let browser: Browser;
   let page: Page;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'svc-dashboard-'));
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    const env = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
-    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--demo', '--port', String(port)], { env, stdio: 'ignore' });
-    let up = false;
-    for (let i = 0; i < 200 && !up; i++) {
-      up = await fetch(`${baseUrl}/healthz`).then((r) => r.ok, () => false);
-      if (!up) await new Promise((r) => setTimeout(r, 250));
-    }
-    if (!up) throw new Error('the demo server did not start');
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+    demo = await startDemoInBrowser({ width: 1000, height: 900 });
+    ({ dataDir, baseUrl, page } = demo);
     mkdirSync(SCREENSHOTS, { recursive: true });
   });
-  afterAll(async () => {
-    await browser?.close();
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server.once('exit', resolve));
-      server.kill('SIGTERM');
-      await exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(async () => demo?.close());
 
   const report = async (): Promise<MigrationReport> => (await page.request.get(`${baseUrl}/app/migration.json`)).json() as Promise<MigrationReport>;
 

@@ -68,6 +68,7 @@ describe.each(backends())('migration dashboard page [%s]', (backend) => {
     expect(page).toMatch(/data-testid="days-to-sunset">40</);
     expect(page).toContain('v2 stops answering on 2027-01-01 (UTC).');
     expect(page).toContain('<a href="/app/migration">v2 migration</a>');
+    expect(page).toContain('<a href="/docs/migration">the migration guide</a>');
     expect(page).not.toContain('<script');
     // The chart: one line per company, its title and description, a legend.
     const chart = /<svg class="chart" id="company-traffic"[\s\S]*?<\/svg>/.exec(page)?.[0] ?? '';
@@ -114,6 +115,7 @@ describe.each(backends())('migration dashboard page [%s]', (backend) => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     const { acme, globex } = s.demo.companies;
+    const v2Only = expect.objectContaining({ stage: 'v2_only', successor: null, disabled: null });
     expect(await response.json()).toEqual({
       generatedAt: '2026-11-22T12:00:00.000Z',
       sunset: { at: '2027-01-01T00:00:00.000Z', daysLeft: 40 },
@@ -132,9 +134,19 @@ describe.each(backends())('migration dashboard page [%s]', (backend) => {
           lastUsedAt: '2026-11-22T12:00:00.000Z',
           disabled: false,
           quiet: false,
+          // The cutover is walked in test/gateway/cutover.test.ts; the successor gets what the key called (the teams lookup at most).
+          cutover: v2Only,
+          successorCapabilities: { suggested: ['mcp:employees:read'], allowed: ['mcp:employees:read', 'mcp:teams:read'] },
         },
-        { id: abroad, name: 'Globex sync', companyId: globex, callsPerDay: perDay({ '2026-11-22': 2 }), total: 2, lastUsedAt: '2026-11-22T12:00:00.000Z', disabled: false, quiet: false },
-        { id: silent, name: 'Old address sync', companyId: acme, callsPerDay: perDay({}), total: 0, lastUsedAt: '2026-10-13T12:00:00.000Z', disabled: false, quiet: true },
+        {
+          id: abroad, name: 'Globex sync', companyId: globex, callsPerDay: perDay({ '2026-11-22': 2 }), total: 2, lastUsedAt: '2026-11-22T12:00:00.000Z', disabled: false, quiet: false,
+          cutover: v2Only, successorCapabilities: { suggested: ['mcp:teams:read'], allowed: ['mcp:teams:read'] },
+        },
+        {
+          id: silent, name: 'Old address sync', companyId: acme, callsPerDay: perDay({}), total: 0, lastUsedAt: '2026-10-13T12:00:00.000Z', disabled: false, quiet: true,
+          // Its last call lies before the 30-day window: nothing to suggest.
+          cutover: v2Only, successorCapabilities: { suggested: [], allowed: ['mcp:employees:read'] },
+        },
       ],
       endpoints: [
         { endpoint: 'GET /employees', scope: 'api.employees.getAll', calls: 4, lastDay: '2026-11-22' },
@@ -142,6 +154,9 @@ describe.each(backends())('migration dashboard page [%s]', (backend) => {
         { endpoint: 'GET /catalogs', scope: 'api.catalogs.getAll', calls: 1, lastDay: '2026-11-21' },
       ],
       noSuccessorInUse: [{ scope: 'api.catalogs.getAll', reason: 'catalogs and collections are outside the migrated groups', calls: 1, keyIds: [busy] }],
+      cutover: { quietDays: 14, autoDisable: false, keysByStage: { v2_only: 3, successor_minted: 0, successor_working: 0, v2_quiet: 0, v2_disabled: 0 } },
+      // Off by default (test/gateway/shadow-check.test.ts covers it on).
+      shadow: expect.objectContaining({ enabled: false, routes: [], examples: [] }),
     });
   });
 

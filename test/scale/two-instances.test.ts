@@ -6,7 +6,7 @@ import { connect, jsonOf, rawPost, type Connected } from '../mcp/support/mcp.js'
 import { csrfOf, FormBrowser } from '../oauth/support.js';
 import { backends, TEST_SECRET_KEY, adminQuery } from '../helpers/harness.js';
 import { ServerProcess } from '../server/server-process.js';
-import { freePort, OwnRedis, uniquePrefix, waitFor } from '../shared-state/redis-support.js';
+import { freePort, OwnRedis, redisUrl, uniquePrefix, waitFor } from '../shared-state/redis-support.js';
 
 /*
  * Issue 8's acceptance: two instances of the real server, A and B, each its own `svc-server serve`
@@ -18,7 +18,7 @@ import { freePort, OwnRedis, uniquePrefix, waitFor } from '../shared-state/redis
 const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 const TOOLS_CALL = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'whoami', arguments: {} } };
 
-describe.each(backends().filter((b) => b === 'postgres'))('two instances on PostgreSQL and Redis [%s]', () => {
+describe.each(backends().filter((b) => b === 'postgres' && redisUrl()))('two instances on PostgreSQL and Redis [%s]', () => {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   let redis: OwnRedis;
   let a: ServerProcess;

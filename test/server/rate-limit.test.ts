@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseApp } from '../../src/http/app.js';
 import { rateLimited } from '../../src/http/rate-limit.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { dropKeys, REDIS_URL, uniquePrefix } from '../shared-state/redis-support.js';
+import { dropKeys, redisUrl, sharedStateKinds, uniquePrefix } from '../shared-state/redis-support.js';
 
 /*
  * The rate-limit preHandler on a test-only sign-in route, on two instances. In-process each instance
@@ -29,9 +29,9 @@ function signInApp(t: TestApp): FastifyInstance {
   return app;
 }
 
-describe.each(['memory', 'redis'] as const)('rateLimited (%s)', (kind) => {
+describe.each(sharedStateKinds())('rateLimited (%s)', (kind) => {
   const prefix = uniquePrefix();
-  const config = kind === 'redis' ? { redisUrl: REDIS_URL, redisKeyPrefix: prefix } : {};
+  const config = kind === 'redis' ? { redisUrl: redisUrl(), redisKeyPrefix: prefix } : {};
   let instances: TestApp[];
   let apps: FastifyInstance[];
 
@@ -42,7 +42,7 @@ describe.each(['memory', 'redis'] as const)('rateLimited (%s)', (kind) => {
   afterAll(async () => {
     for (const app of apps) await app.close();
     for (const t of instances) await t.close();
-    if (kind === 'redis') await dropKeys(REDIS_URL, prefix);
+    if (kind === 'redis') await dropKeys(redisUrl(), prefix);
   });
 
   const signIn = (app: FastifyInstance, ip: string, username: string) =>

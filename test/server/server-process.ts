@@ -75,6 +75,16 @@ export class ServerProcess {
     return this.url;
   }
 
+  /** The reader of stdout stops reading, as a stalled log collector does: the pipe fills up. */
+  stopReadingStdout(): void {
+    this.child.stdout!.pause();
+  }
+
+  /** The reader of stdout goes away: the server's writes there fail with EPIPE. */
+  closeStdout(): void {
+    this.child.stdout!.destroy();
+  }
+
   signal(signal: NodeJS.Signals): void {
     this.child.kill(signal);
   }

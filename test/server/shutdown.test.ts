@@ -96,7 +96,7 @@ describe('svc-server serve: graceful shutdown on SIGTERM', () => {
     expect(await server.exited).toBe(0);
     expect(server.logs.some((line) => line.msg === 'stopped')).toBe(true);
     // Drained, not cut: no connection was still open when the grace period ended.
-    expect(server.logs.filter((line) => line.msg?.startsWith('shutdown grace period over'))).toEqual([]);
+    expect(server.logs.filter((line) => line.msg?.startsWith('in-flight requests outlasted'))).toEqual([]);
 
     // What the process acknowledged is on disk: the update, and the v2 call counted at shutdown.
     const [employee] = await queryStore<{ display_name: string }>(dataDir, sql`SELECT display_name FROM employees WHERE id = ${employeeId}`);

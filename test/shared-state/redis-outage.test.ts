@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseApp } from '../../src/http/app.js';
 import { SharedStateUnavailable } from '../../src/shared-state/index.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { freePort, OwnRedis, uniquePrefix, waitFor } from './redis-support.js';
+import { freePort, OwnRedis, redisUrl, uniquePrefix, waitFor } from './redis-support.js';
 
 /*
  * Redis dies under a running core and comes back: rate limits fall back to the process (never to no
@@ -27,7 +27,7 @@ async function within<T>(promise: Promise<T>, what: string): Promise<T> {
   }
 }
 
-describe('Redis stopped mid-test', () => {
+describe.skipIf(!redisUrl())('Redis stopped mid-test', () => {
   let redis: OwnRedis;
   let t: TestApp;
   const logLines: Array<{ msg?: string; redis?: string }> = [];
@@ -116,7 +116,7 @@ describe('Redis stopped mid-test', () => {
   });
 });
 
-describe('Redis down when the core starts', () => {
+describe.skipIf(!redisUrl())('Redis down when the core starts', () => {
   it('starts anyway in degraded mode, not ready, and picks Redis up when it appears', async () => {
     const redis = new OwnRedis(await freePort());
     const t = await startTestApp('pglite', { seed: false, config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() } });

@@ -2,9 +2,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
+import { inject } from 'vitest';
 
-/** The machine's Redis (CI runs one at 6379); the tests fail rather than skip without it. */
-export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The machine's Redis found by the global setup, or '' where its suites cannot run (never in CI). */
+export const redisUrl = () => inject('redisUrl');
+
+/** The shared-state kinds to run: memory always, Redis where the machine has it. */
+export const sharedStateKinds = (): Array<'memory' | 'redis'> => (redisUrl() ? ['memory', 'redis'] : ['memory']);
 
 /** A key prefix no other test run uses, so runs in parallel on one Redis never meet. */
 export const uniquePrefix = () => `svc:test:${randomBytes(6).toString('hex')}:`;

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSharedState, type SharedState } from '../../src/shared-state/index.js';
-import { dropKeys, keysUnder, REDIS_URL, uniquePrefix } from './redis-support.js';
+import { dropKeys, keysUnder, redisUrl, sharedStateKinds, uniquePrefix } from './redis-support.js';
 
 /*
  * One body for both stores: whatever a caller observes of the in-process store, it observes of Redis,
@@ -16,11 +16,13 @@ let bucketCounter = 0;
 const freshBucket = () => `bucket-${++bucketCounter}`;
 
 const open = (kind: 'memory' | 'redis') =>
-  openSharedState({ redisUrl: kind === 'redis' ? REDIS_URL : undefined, redisKeyPrefix: prefix }, silent, new Registry());
+  openSharedState({ redisUrl: kind === 'redis' ? redisUrl() : undefined, redisKeyPrefix: prefix }, silent, new Registry());
 
-afterAll(() => dropKeys(REDIS_URL, prefix));
+afterAll(async () => {
+  if (redisUrl()) await dropKeys(redisUrl(), prefix);
+});
 
-describe.each(['memory', 'redis'] as const)('shared state: %s', (kind) => {
+describe.each(sharedStateKinds())('shared state: %s', (kind) => {
   let state: SharedState;
 
   beforeAll(async () => {
@@ -83,7 +85,7 @@ describe.each(['memory', 'redis'] as const)('shared state: %s', (kind) => {
   });
 });
 
-describe('shared state: two Redis clients (two instances)', () => {
+describe.skipIf(!redisUrl())('shared state: two Redis clients (two instances)', () => {
   let a: SharedState;
   let b: SharedState;
 
@@ -103,6 +105,6 @@ describe('shared state: two Redis clients (two instances)', () => {
 
     await a.set('mcp-session', 'state', 60);
     expect(await b.get('mcp-session')).toBe('state');
-    expect(await keysUnder(REDIS_URL, prefix)).toEqual(expect.arrayContaining([`${prefix}rl:${bucket}`, `${prefix}kv:mcp-session`]));
+    expect(await keysUnder(redisUrl(), prefix)).toEqual(expect.arrayContaining([`${prefix}rl:${bucket}`, `${prefix}kv:mcp-session`]));
   });
 });

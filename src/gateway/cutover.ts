@@ -1,0 +1,221 @@
+import type { FastifyInstance } from 'fastify';
+import { Gauge } from 'prom-client';
+import type { Capability } from '../access/capabilities.js';
+import type { Core } from '../core.js';
+import { createUser, mintKeyForUser } from '../domain/admin.js';
+import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
+import { sql } from '../store/sql.js';
+import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, type CutoverStage } from './cutover-stage.js';
+import { dedicatedUserEmail, disableIf, disableLegacyKey, legacyKeyUsage, listLegacyKeys, type LegacyKeySummary } from './legacy-keys.js';
+import { leastCapabilities, type ScopeUsage } from './scope-rules.js';
+
+/*
+ * The cutover of each legacy key to its successor v4 key (spec, reissue steps 5 and 6), from the
+ * running service on either store: minting the successor for a dedicated non-personal user, the
+ * keys-per-stage gauge, and the optional policy that disables a key once its successor works and
+ * v2 has been quiet (mappings/sunset.yaml, cutover).
+ */
+
+const DAY_MS = 86_400_000;
+
+/** Who asks: the companies they administer, and the capabilities they may hand on. */
+export interface Grantor {
+  companyIds: readonly string[];
+  capabilities: ReadonlySet<Capability>;
+}
+
+export interface SuccessorRequest {
+  /** Default: those of the successor it replaces, else the least set for the scopes called in the usage window. */
+  capabilities?: Capability[] | undefined;
+  /** Revoke the key's working successor and mint another. */
+  replace?: boolean | undefined;
+}
+
+export interface MintedSuccessor {
+  key: LegacyKeySummary;
+  successor: {
+    keyId: string;
+    /** Shown once: the service keeps only its hash. */
+    apiKey: string;
+    userId: string;
+    userEmail: string;
+    capabilities: Capability[];
+    /** The successor it replaced (now revoked), if any. */
+    replacedKeyId: string | null;
+  };
+}
+
+/** A legacy key within the caller's companies; another company's reads as absent. */
+export async function legacyKeyFor(core: Core, companyIds: readonly string[], id: string): Promise<LegacyKeySummary> {
+  const [key] = await listLegacyKeys(core, { companyIds, id });
+  if (!key) throw notFound('Legacy key', id);
+  return key;
+}
+
+/** The first UTC day of the usage window at `now`. */
+export function usageWindowStart(now: Date): string {
+  return new Date(now.getTime() - USAGE_WINDOW_DAYS * DAY_MS).toISOString().slice(0, 10);
+}
+
+/**
+ * What a successor key gets unless the admin chooses: the capabilities of the successor it replaces,
+ * else those of the scopes the key called in the usage window (what the audit recommends); and what
+ * it may get at most, the v4 reach of the key's scopes.
+ */
+export function successorCapabilities(core: Core, key: LegacyKeySummary, usage: readonly ScopeUsage[]): { suggested: Capability[]; allowed: Capability[] } {
+  const suggested =
+    key.cutover.successor?.capabilities ??
+    leastCapabilities(core.mappings.scopes, key.scopes, { rows: usage, since: usageWindowStart(core.now()) });
+  return { suggested, allowed: key.capabilities };
+}
+
+async function chooseCapabilities(core: Core, key: LegacyKeySummary, grantor: Grantor, requested: Capability[] | undefined): Promise<Capability[]> {
+  const capabilities = [...new Set(requested ?? successorCapabilities(core, key, await legacyKeyUsage(core, key.id)).suggested)];
+  if (capabilities.length === 0) {
+    const message = `Legacy key ${key.id} made no v2 call with a v4 successor in the last ${USAGE_WINDOW_DAYS} days: name the capabilities to mint (within ${key.capabilities.join(', ')})`;
+    throw unprocessable('capabilities_required', message, [{ field: 'capabilities', rule: 'required', message }]);
+  }
+  // A successor never reaches further in v4 than the legacy key's scopes do through the gateway.
+  const beyond = capabilities.filter((c) => !key.capabilities.includes(c));
+  if (beyond.length > 0) {
+    const message = `${beyond.join(', ')} ${beyond.length > 1 ? 'are' : 'is'} beyond the v4 reach of legacy key ${key.id}'s scopes (${key.capabilities.join(', ')})`;
+    throw unprocessable('capability_beyond_scopes', message, [{ field: 'capabilities', rule: 'within_scopes', message }]);
+  }
+  // Delegation never widens: a narrowed admin key cannot mint a broader one.
+  const notHeld = capabilities.filter((c) => !grantor.capabilities.has(c));
+  if (notHeld.length > 0) {
+    throw forbidden('capability_not_held', `Your credential lacks ${notHeld.join(', ')}, so it cannot hand ${notHeld.length > 1 ? 'them' : 'it'} on`, { missing: notHeld });
+  }
+  return capabilities;
+}
+
+/**
+ * Mints the legacy key's successor v4 key as its dedicated non-personal user (created on first use,
+ * an admin of the key's company like the key itself) and links the two. Works while the service runs,
+ * on either store: no `svc-server keys mint` against a locked data directory.
+ */
+export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor, request: SuccessorRequest = {}): Promise<MintedSuccessor> {
+  const key = await legacyKeyFor(core, grantor.companyIds, id);
+  if (key.capabilities.length === 0) {
+    throw conflict('no_v4_successor', `None of the scopes of legacy key ${id} has a v4 successor: it stays on v2 until the sunset`);
+  }
+  const previous = key.cutover.successor;
+  const current = previous?.active ? previous : null;
+  if (current && !request.replace) {
+    throw conflict('successor_exists', `Legacy key ${id} already has the successor key ${current.maskedKey}; pass replace: true to revoke it and mint another`);
+  }
+  const capabilities = await chooseCapabilities(core, key, grantor, request.capabilities);
+  const email = dedicatedUserEmail('v4-successor', id, key.companyId);
+  const label = `${key.name} (v4)`;
+  const minted = await core.db.transaction(async (tx) => {
+    // Two admins minting at once: the second finds the link changed and stops.
+    const [locked] = await tx.query<{ successor_key_id: string | null }>(sql`SELECT successor_key_id FROM legacy_keys WHERE id = ${id} FOR UPDATE`);
+    if ((locked?.successor_key_id ?? null) !== (previous?.keyId ?? null)) {
+      throw conflict('successor_changed', `The successor of legacy key ${id} changed meanwhile; read the key again`);
+    }
+    const [user] = await tx.query<{ disabled_at: string | null }>(sql`SELECT disabled_at FROM users WHERE lower(email) = lower(${email})`);
+    if (user?.disabled_at) throw conflict('successor_user_disabled', `The successor user ${email} is disabled; enable it to mint its key`);
+    if (!user) await createUser(tx, { email, displayName: label, role: 'admin', companyIds: [key.companyId], nonPersonal: true });
+    if (current) await tx.query(sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${current.keyId} AND revoked_at IS NULL`);
+    const minted = await mintKeyForUser(tx, email, capabilities, label);
+    await tx.query(sql`UPDATE legacy_keys SET successor_key_id = ${minted.keyId}, successor_minted_at = ${core.now().toISOString()} WHERE id = ${id}`);
+    return minted;
+  });
+  return {
+    key: await legacyKeyFor(core, grantor.companyIds, id),
+    successor: {
+      keyId: minted.keyId,
+      apiKey: minted.rawKey,
+      userId: minted.userId,
+      userEmail: email,
+      capabilities: minted.capabilities,
+      replacedKeyId: current?.keyId ?? null,
+    },
+  };
+}
+
+/** An admin disables a key of one of their companies, recorded with who and why. */
+export async function adminDisableLegacyKey(
+  core: Core,
+  id: string,
+  admin: { userId: string; email: string; companyIds: readonly string[] },
+  reason?: string,
+): Promise<LegacyKeySummary> {
+  await legacyKeyFor(core, admin.companyIds, id);
+  return disableLegacyKey(core, id, { by: 'admin', userId: admin.userId, reason: reason ?? `disabled by ${admin.email}` });
+}
+
+/**
+ * One pass of the automatic policy: disables every key in stage v2_quiet. Each disable re-checks
+ * the stage's facts in its conditional UPDATE, so instances running the pass together disable a
+ * key once, and a v2 call recorded meanwhile keeps it. Returns the keys this pass disabled.
+ */
+export async function autoDisableQuietKeys(core: Core): Promise<LegacyKeySummary[]> {
+  const { quietDays, autoDisable } = core.mappings.sunset.cutover;
+  if (!autoDisable) return [];
+  const quietBefore = new Date(core.now().getTime() - quietDays * DAY_MS).toISOString();
+  const disabled: LegacyKeySummary[] = [];
+  for (const key of await listLegacyKeys(core)) {
+    const { stage, successor, quietSince } = key.cutover;
+    if (stage !== 'v2_quiet' || !successor) continue;
+    const reason = `successor key ${successor.maskedKey} working since ${successor.firstUsedAt!.slice(0, 10)}; no v2 call since ${quietSince.slice(0, 10)} (quiet for ${quietDays} days)`;
+    const done = await disableIf(core, key.id, { by: 'policy', reason }, sql`COALESCE(l.last_used_at, l.created_at) <= ${quietBefore}
+      AND EXISTS (SELECT 1 FROM api_keys s JOIN users su ON su.id = s.user_id
+        WHERE s.id = l.successor_key_id AND s.first_used_at IS NOT NULL AND s.revoked_at IS NULL AND su.disabled_at IS NULL)`);
+    if (!done) continue;
+    core.logger.info({ legacyKeyId: key.id, companyId: key.companyId, successorKeyId: successor.keyId, reason }, 'legacy key disabled by the cutover policy');
+    disabled.push(done);
+  }
+  return disabled;
+}
+
+/** Runs the policy every checkEveryMinutes while the server serves (when it is on); returns the stop. */
+function startAutoDisable(core: Core): () => Promise<void> {
+  const { autoDisable, checkEveryMinutes } = core.mappings.sunset.cutover;
+  if (!autoDisable) return async () => {};
+  let running: Promise<unknown> | undefined;
+  const timer = setInterval(() => {
+    // A slow pass is never overlapped by the next.
+    running ??= autoDisableQuietKeys(core)
+      .catch((error: unknown) => core.logger.warn({ err: error }, 'cutover policy check failed; tried again at the next'))
+      .finally(() => (running = undefined));
+  }, checkEveryMinutes * 60_000).unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
+
+/** Legacy keys per stage, all companies: five series, whatever the number of keys. */
+function registerStageGauge(core: Core): void {
+  const name = 'svc_legacy_keys_by_stage';
+  if (core.metrics.registry.getSingleMetric(name)) return;
+  new Gauge({
+    name,
+    help: 'Legacy v2 keys per cutover stage (v2_only, successor_minted, successor_working, v2_quiet, v2_disabled)',
+    labelNames: ['stage'] as const,
+    registers: [core.metrics.registry],
+    async collect() {
+      try {
+        const counts = new Map<CutoverStage, number>(CUTOVER_STAGES.map((stage) => [stage, 0]));
+        for (const key of await listLegacyKeys(core)) counts.set(key.cutover.stage, counts.get(key.cutover.stage)! + 1);
+        for (const [stage, count] of counts) this.set({ stage }, count);
+      } catch (error) {
+        // The scrape keeps the last counts rather than failing every other metric.
+        core.logger.warn({ err: error }, 'legacy keys per stage not counted');
+      }
+    },
+  });
+}
+
+/** The cutover's part of the server: the gauge, and the policy from start to close. */
+export function registerCutover(app: FastifyInstance, core: Core): void {
+  registerStageGauge(core);
+  let stop: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => {
+    stop = startAutoDisable(core);
+  });
+  app.addHook('onClose', async () => {
+    await stop?.();
+  });
+}

@@ -1,0 +1,207 @@
+import { CAPABILITIES, type Capability } from '../access/capabilities.js';
+import type { Core } from '../core.js';
+import { legacyKeyFor, usageWindowStart } from './cutover.js';
+import { USAGE_WINDOW_DAYS, type Cutover } from './cutover-stage.js';
+import { dedicatedUserEmail, legacyKeyUsage } from './legacy-keys.js';
+import { buildMigrationGuide, routeAnchor, type FieldChange, type GuideCall, type GuideExample, type GuideEndpoint, type MigrationGuide } from './migration-guide.js';
+import type { Mappings } from './mappings.js';
+import { GUIDE_PATH } from '../pages/migration-guide.js';
+import { leastCapabilities } from './scope-rules.js';
+
+/*
+ * One integration's migration plan, from what its legacy key really called in the usage window:
+ * each v2 endpoint with its v4 replacement and field changes (the guide's own sections, not
+ * recomputed), busiest first; what stays on v2 and why; the least capabilities of its successor
+ * key; and the steps to the end of its cutover with the exact commands, each marked done from the
+ * stage the service records.
+ */
+
+const DAY_MS = 86_400_000;
+
+interface Called {
+  /** As served: `GET /v2/employees/:id`. */
+  endpoint: string;
+  scope: string;
+  calls: number;
+  lastDay: string;
+  /** The endpoint's section of the guide page. */
+  guide: string;
+}
+
+export interface PlanEndpoint extends Called {
+  successor: GuideCall[];
+  capabilities: Capability[];
+  lookupCapabilities: Capability[];
+  changes: FieldChange[];
+  example: GuideExample | undefined;
+}
+
+export interface PlanStaysOnV2 extends Called {
+  reason: string;
+  instead: string | undefined;
+}
+
+export interface PlanStep {
+  id: 'read_guide' | 'mint_successor' | 'first_v4_call' | 'move_calls' | 'v2_quiet' | 'disable_v2_key';
+  text: string;
+  /** The exact command, where one does it. */
+  command: string | null;
+  done: boolean;
+}
+
+export interface MigrationPlan {
+  generatedAt: string;
+  key: { id: string; name: string; companyId: string; scopes: string[]; lastUsedAt: string | null; disabledAt: string | null };
+  window: { days: number; since: string };
+  sunset: { at: string; daysLeft: number };
+  totals: { calls: number; movable: number; staying: number };
+  /** The endpoints with a v4 successor, most called first. */
+  endpoints: PlanEndpoint[];
+  /** The endpoints with no v4 successor, most called first: they stop at the sunset. */
+  staysOnV2: PlanStaysOnV2[];
+  capabilities: {
+    /** The least set for the scopes called in the window: what the successor key is minted with by default. */
+    minimal: Capability[];
+    /** Needed besides, only where the integration sends a value v4 looks up (a team's name for its id). */
+    forLookups: Capability[];
+    /** At most: the v4 reach of the key's scopes. */
+    allowed: Capability[];
+  };
+  /** The dedicated non-personal user the successor key acts as (created by the mint). */
+  successorUser: string;
+  steps: PlanStep[];
+  cutover: Cutover;
+}
+
+// The maps do not change while the process runs.
+const guides = new WeakMap<Mappings, Map<string, GuideEndpoint>>();
+function guideEndpoints(mappings: Mappings): Map<string, GuideEndpoint> {
+  let byAnchor = guides.get(mappings);
+  if (!byAnchor) {
+    const guide: MigrationGuide = buildMigrationGuide(mappings);
+    byAnchor = new Map(guide.endpoints.map((endpoint) => [endpoint.anchor, endpoint]));
+    guides.set(mappings, byAnchor);
+  }
+  return byAnchor;
+}
+
+/** Usage records name an endpoint as `METHOD /path` without the v2 prefix, as the gateway labels it. */
+const anchorOfLabel = (label: string) => {
+  const [method = '', path = ''] = label.split(' ');
+  return routeAnchor({ method: method as GuideEndpoint['method'], path });
+};
+
+/** The plan of one legacy key of the caller's companies (another company's key is 404, as absent). */
+export async function buildMigrationPlan(core: Core, companyIds: readonly string[], id: string): Promise<MigrationPlan> {
+  const key = await legacyKeyFor(core, companyIds, id);
+  const now = core.now();
+  const since = usageWindowStart(now);
+  const usage = (await legacyKeyUsage(core, id)).filter((row) => row.day >= since);
+  const byAnchor = guideEndpoints(core.mappings);
+  const { prefix } = core.mappings.sunset;
+
+  const called = new Map<string, { label: string; scope: string; calls: number; lastDay: string }>();
+  for (const row of usage) {
+    const entry = called.get(row.endpoint) ?? { label: row.endpoint, scope: row.scope, calls: 0, lastDay: row.day };
+    entry.calls += row.calls;
+    if (row.day > entry.lastDay) entry.lastDay = row.day;
+    called.set(row.endpoint, entry);
+  }
+  const busiestFirst = [...called.values()].sort((a, b) => b.calls - a.calls || a.label.localeCompare(b.label));
+
+  const endpoints: PlanEndpoint[] = [];
+  const staysOnV2: PlanStaysOnV2[] = [];
+  for (const { label, scope, calls, lastDay } of busiestFirst) {
+    const section = byAnchor.get(anchorOfLabel(label));
+    const common = { scope, calls, lastDay };
+    if (!section) {
+      // Recorded under a route the maps no longer serve.
+      const [method, path] = label.split(' ');
+      staysOnV2.push({ ...common, endpoint: `${method} ${prefix}${path}`, guide: GUIDE_PATH, reason: 'no longer served by the gateway', instead: undefined });
+      continue;
+    }
+    const served = { ...common, endpoint: `${section.method} ${section.path}`, guide: `${GUIDE_PATH}#${section.anchor}` };
+    if (section.noSuccessor) {
+      staysOnV2.push({ ...served, reason: section.noSuccessor.reason, instead: section.noSuccessor.instead });
+    } else {
+      const { successor, capabilities, lookupCapabilities, changes, example } = section;
+      endpoints.push({ ...served, successor, capabilities, lookupCapabilities, changes, example });
+    }
+  }
+
+  const minimal = leastCapabilities(core.mappings.scopes, key.scopes, { rows: usage, since });
+  const lookups = new Set(endpoints.flatMap((e) => e.lookupCapabilities).filter((c) => !minimal.includes(c)));
+  const sum = (rows: { calls: number }[]) => rows.reduce((total, row) => total + row.calls, 0);
+  const sunset = core.mappings.sunset.sunset.getTime();
+  const plan: Omit<MigrationPlan, 'steps'> = {
+    generatedAt: now.toISOString(),
+    key: { id: key.id, name: key.name, companyId: key.companyId, scopes: key.scopes, lastUsedAt: key.lastUsedAt, disabledAt: key.disabledAt },
+    window: { days: USAGE_WINDOW_DAYS, since },
+    sunset: { at: new Date(sunset).toISOString(), daysLeft: Math.max(0, Math.ceil((sunset - now.getTime()) / DAY_MS)) },
+    totals: { calls: sum(endpoints) + sum(staysOnV2), movable: sum(endpoints), staying: sum(staysOnV2) },
+    endpoints,
+    staysOnV2,
+    capabilities: { minimal, forLookups: CAPABILITIES.filter((c) => lookups.has(c)), allowed: key.capabilities },
+    successorUser: dedicatedUserEmail('v4-successor', key.id, key.companyId),
+    cutover: key.cutover,
+  };
+  return { ...plan, steps: stepsOf(plan) };
+}
+
+function stepsOf(plan: Omit<MigrationPlan, 'steps'>): PlanStep[] {
+  const { key, cutover, endpoints, staysOnV2, capabilities } = plan;
+  const reached = (stage: Cutover['stage']) => cutover.stages.some((s) => s.stage === stage && s.at !== null);
+  const successor = cutover.successor?.active ? cutover.successor : null;
+  const disabled = cutover.disabled !== null;
+  const steps: PlanStep[] = [
+    {
+      id: 'read_guide',
+      text: `Read the guide's section of each endpoint below (${GUIDE_PATH}): its v4 call(s), field changes and example`,
+      command: null,
+      done: disabled,
+    },
+  ];
+  if (capabilities.allowed.length === 0) {
+    steps.push({ id: 'mint_successor', text: 'Nothing to mint: none of the key’s scopes has a v4 successor, so it stays on v2 until the sunset', command: null, done: false });
+    return steps;
+  }
+  const mintText = successor
+    ? `Successor key ${successor.maskedKey} minted on ${successor.mintedAt.slice(0, 10)} for the non-personal user ${plan.successorUser} (${successor.capabilities.join(', ')})`
+    : capabilities.minimal.length > 0
+      ? `Mint the successor v4 key: it creates the non-personal user ${plan.successorUser} and links the key (or use the form on /app/migration, or POST /v4/admin/legacy-keys/${key.id}/successor); the key is shown once`
+      : `Mint the successor v4 key once you know its capabilities: no call with a v4 successor in the last ${plan.window.days} days (within ${capabilities.allowed.join(', ')})`;
+  const mintCommand = successor || capabilities.minimal.length === 0 ? null : `svc legacy-keys mint-successor ${key.id} --capabilities ${capabilities.minimal.join(',')}`;
+  steps.push(
+    { id: 'mint_successor', text: mintText, command: mintCommand, done: successor !== null || disabled },
+    {
+      id: 'first_v4_call',
+      text: 'Make a first v4 call with the successor key: its first success shows it working',
+      command: 'curl -sS "$BASE_URL/v4/me" -H "X-API-KEY: $V4_KEY"',
+      done: (successor?.firstUsedAt ?? null) !== null || disabled,
+    },
+    ...endpoints.map(
+      (e): PlanStep => ({
+        id: 'move_calls',
+        text: `Move ${e.endpoint} (${e.calls} call(s)) to ${e.successor.map((call) => `${call.method} ${call.path}`).join(', then ')}: ${e.guide}`,
+        command: null,
+        done: reached('v2_quiet') || disabled,
+      }),
+    ),
+    {
+      id: 'v2_quiet',
+      text: `Stop calling v2 with the legacy key: with no v2 call for ${cutover.quietDays} days it is quiet (on ${cutover.quietFrom.slice(0, 10)} if not called again)`,
+      command: null,
+      done: reached('v2_quiet') || disabled,
+    },
+    {
+      id: 'disable_v2_key',
+      text:
+        staysOnV2.length > 0
+          ? `Disable the legacy key once the v2-only calls (${staysOnV2.map((e) => e.endpoint).join(', ')}) have ended too: disabling stops them`
+          : 'Disable the legacy key (or use the button on /app/migration): v2 refuses it from the next request',
+      command: `svc legacy-keys disable ${key.id}`,
+      done: disabled,
+    },
+  );
+  return steps;
+}

@@ -1,0 +1,405 @@
+import { Writable } from 'node:stream';
+import { pino, type Logger } from 'pino';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { createCore } from '../../src/core.js';
+import { createCompany, createUser, mintKeyForUser, revokeKey } from '../../src/domain/admin.js';
+import { autoDisableQuietKeys } from '../../src/gateway/cutover.js';
+import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { defaultMappingsDir, loadMappings, type Mappings } from '../../src/gateway/mappings.js';
+import type { MigrationReport } from '../../src/gateway/migration-report.js';
+import { sql } from '../../src/store/sql.js';
+import { backends, client, startListeningApp, TEST_SECRET_KEY, type ListeningTestApp } from '../helpers/harness.js';
+import { csrfOf, FormBrowser } from '../oauth/support.js';
+import { isolatedEnv, svc } from '../cli/svc-process.js';
+
+/*
+ * The cutover of a legacy key, walked as an admin and an integration would on a moved clock: v2 only,
+ * successor minted (from the running service), observed working, v2 quiet, disabled; each step seen
+ * in the admin API, the keys-per-stage gauge, the dashboard and its JSON. Then the automatic policy,
+ * on and off. And the same walk through the built svc.
+ */
+
+const DAY_MS = 86_400_000;
+const START = new Date('2026-11-02T09:00:00Z');
+const ADDRESS_SCOPES = ['api.employee.deliveryAddress.get', 'api.employee.deliveryAddress.update'];
+
+/** The service's clock, moved by the test. */
+class Clock {
+  at = START;
+  readonly now = () => this.at;
+  advance(days: number): void {
+    this.at = new Date(this.at.getTime() + days * DAY_MS);
+  }
+}
+
+/** The maps with the cutover settings changed. */
+const withCutover = (mappings: Mappings, cutover: Partial<Mappings['sunset']['cutover']>): Mappings => ({
+  ...mappings,
+  sunset: { ...mappings.sunset, cutover: { ...mappings.sunset.cutover, ...cutover } },
+});
+
+/** The keys-per-stage gauge as /metrics shows it. */
+async function stageGauge(s: ListeningTestApp): Promise<Record<string, number>> {
+  const text = await (await fetch(`${s.baseUrl}/metrics`)).text();
+  return Object.fromEntries([...text.matchAll(/^svc_legacy_keys_by_stage\{stage="(\w+)"\} (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+}
+
+const gaugeWith = (stage: string) => ({ v2_only: 0, successor_minted: 0, successor_working: 0, v2_quiet: 0, v2_disabled: 0, [stage]: 1 });
+
+/** The cutover table's row of one key: its stage cell and the rest as text. */
+function cutoverRow(page: string, keyId: string): { stage: string; text: string } {
+  const table = /<table id="cutover">([\s\S]*?)<\/table>/.exec(page)?.[1] ?? '';
+  const row = [...table.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((m) => m[1]!).find((r) => r.includes(keyId));
+  if (!row) throw new Error(`no cutover row for ${keyId}`);
+  const text = row.replace(/<[^>]+>/g, ' ').replace(/&#(\d+);/g, (_, c: string) => String.fromCharCode(Number(c))).replace(/\s+/g, ' ').trim();
+  return { stage: /data-stage="(\w+)"/.exec(row)![1]!, text };
+}
+
+/** Reads a key's stage everywhere it shows: the admin API, the gauge, the JSON report and the page. */
+function stageProbe(app: () => ListeningTestApp) {
+  const readKey = async (id: string) => {
+    const answer = await client(app().app, app().demo.apiKeys.admin).get(`/v4/admin/legacy-keys/${id}`);
+    expect(answer.status).toBe(200);
+    return answer.body.data.key as { cutover: MigrationReport['keys'][number]['cutover'] };
+  };
+  /** The report as automation reads it: with the admin's API key, no session. */
+  const reportJson = async () => {
+    const response = await fetch(`${app().baseUrl}/app/migration.json`, { headers: { 'x-api-key': app().demo.apiKeys.admin } });
+    expect(response.status).toBe(200);
+    return (await response.json()) as MigrationReport;
+  };
+  /** A fresh page session (the moved clock may have ended the last one). */
+  const dashboard = async () => {
+    const browser = new FormBrowser();
+    expect((await browser.signIn(app().baseUrl, app().demo.emails.admin)).status).toBe(303);
+    const response = await browser.fetch(`${app().baseUrl}/app/migration`);
+    expect(response.status).toBe(200);
+    return { browser, page: await response.text() };
+  };
+  /** The stage of the key (the only legacy key of the app) everywhere it shows. */
+  const expectStage = async (id: string, stage: string) => {
+    const { cutover } = await readKey(id);
+    expect(cutover.stage).toBe(stage);
+    expect(await stageGauge(app())).toEqual(gaugeWith(stage));
+    const report = await reportJson();
+    expect(report.keys.find((k) => k.id === id)?.cutover).toEqual(cutover);
+    expect(report.cutover.keysByStage).toEqual(gaugeWith(stage));
+    const { page } = await dashboard();
+    expect(cutoverRow(page, id).stage).toBe(stage);
+    return { cutover, page };
+  };
+  return { readKey, reportJson, dashboard, expectStage };
+}
+
+describe.each(backends())('legacy key cutover [%s]', (backend) => {
+  const clock = new Clock();
+  let s: ListeningTestApp;
+  let admin: ReturnType<typeof client>;
+  let employeeId: string;
+
+  beforeAll(async () => {
+    s = await startListeningApp(backend, { core: { now: clock.now } });
+    admin = client(s.app, s.demo.apiKeys.admin);
+    employeeId = s.demo.employees.dana;
+  });
+  afterAll(async () => s?.close());
+
+  const register = async (name: string, scopes = ADDRESS_SCOPES, companyId = s.demo.companies.acme) =>
+    createLegacyKey(s.core, s.core.mappings, { companyId, name, scopes });
+  const callV2 = (rawKey: string) => s.app.inject({ method: 'GET', url: `/v2/employees/${employeeId}/deliveryAddress`, headers: { 'x-api-key': rawKey } });
+  const { readKey, reportJson, dashboard, expectStage } = stageProbe(() => s);
+
+  it('walks a demo integration from v2 only to disabled: mint on the page, first v4 call, quiet, disable through the API', async () => {
+    clock.at = START;
+    const legacy = await register('Demo v2 address sync');
+    expect((await callV2(legacy.rawKey!)).statusCode).toBe(200);
+
+    // v2 only: the page offers the successor with what the key called; the scope it never called is left unticked.
+    let { cutover, page } = await expectStage(legacy.id, 'v2_only');
+    expect(cutover).toMatchObject({ successor: null, disabled: null, quietSince: '2026-11-02T09:00:00.000Z', quietFrom: '2026-11-16T09:00:00.000Z', nextStep: 'Mint its successor v4 key for the integration' });
+    expect(cutover.stages.map((st) => st.at)).toEqual(['2026-11-02T09:00:00.000Z', null, null, null, null]);
+    expect(page).toMatch(new RegExp(`action="/app/migration/keys/${legacy.id}/successor"`));
+    expect(page).toContain('<input type="checkbox" name="capabilities" value="mcp:employees:read" checked>');
+    expect(page).toContain('<input type="checkbox" name="capabilities" value="mcp:employees:write">');
+
+    // Day 1: an admin mints the successor on the dashboard; it is shown once.
+    clock.advance(1);
+    const signedIn = await dashboard();
+    const minted = await signedIn.browser.fetch(`${s.baseUrl}/app/migration/keys/${legacy.id}/successor`, {
+      form: { _csrf: csrfOf(signedIn.page), capabilities: ['mcp:employees:read'] },
+    });
+    expect(minted.status).toBe(201);
+    const mintedPage = await minted.text();
+    const successorKey = /data-testid="successor-key">([^<]+)</.exec(mintedPage)?.[1];
+    expect(successorKey).toMatch(/^svc_sk_[0-9a-z]{8}_/);
+    expect(mintedPage).toContain(`v4-successor+${legacy.id}@co-acme.invalid`);
+    ({ cutover, page } = await expectStage(legacy.id, 'successor_minted'));
+    expect(page).not.toContain(successorKey!);
+    expect(cutover.successor).toMatchObject({ capabilities: ['mcp:employees:read'], mintedAt: '2026-11-03T09:00:00.000Z', firstUsedAt: null, active: true });
+    expect(cutoverRow(page, legacy.id).text).toContain('v2 only 2026-11-02 · successor minted 2026-11-03');
+
+    // Day 2: a refused v4 call is not "working"; the first successful one is, and only that one counts.
+    clock.advance(1);
+    expect((await client(s.app, successorKey).get('/v4/teams')).status).toBe(403);
+    expect((await readKey(legacy.id)).cutover.stage).toBe('successor_minted');
+    const me = await client(s.app, successorKey).get('/v4/me');
+    expect(me.status).toBe(200);
+    expect(me.body.data.user).toMatchObject({ email: `v4-successor+${legacy.id}@co-acme.invalid`, role: 'admin', displayName: 'Demo v2 address sync (v4)' });
+    clock.advance(1);
+    expect((await client(s.app, successorKey).get(`/v4/employees/${employeeId}`)).status).toBe(200);
+    ({ cutover } = await expectStage(legacy.id, 'successor_working'));
+    expect(cutover.successor?.firstUsedAt).toBe('2026-11-04T09:00:00.000Z');
+
+    // Day 5: the integration still calls v2 once; quiet counts from there.
+    clock.advance(2);
+    expect((await callV2(legacy.rawKey!)).statusCode).toBe(200);
+    clock.advance(13);
+    ({ cutover } = await expectStage(legacy.id, 'successor_working'));
+    expect(cutover.quietFrom).toBe('2026-11-21T09:00:00.000Z');
+    expect(cutover.nextStep).toBe('Move the remaining calls to v4: with no further v2 call, the key is quiet on 2026-11-21');
+
+    // Day 19: quiet for 14 days. The policy is off: the key waits for an admin.
+    clock.advance(1);
+    ({ cutover, page } = await expectStage(legacy.id, 'v2_quiet'));
+    expect(cutover.stages.find((st) => st.stage === 'v2_quiet')?.at).toBe('2026-11-21T09:00:00.000Z');
+    expect(cutover.nextStep).toBe('Disable the legacy key: its successor works and v2 is quiet');
+    expect(page).toContain(`action="/app/migration/keys/${legacy.id}/disable"`);
+    expect(await autoDisableQuietKeys(s.core)).toEqual([]);
+    expect((await readKey(legacy.id)).cutover.stage).toBe('v2_quiet');
+
+    // Day 20: the admin disables it through the API; v2 refuses the key at once, the successor works on.
+    clock.advance(1);
+    const disabled = await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, { reason: 'moved to v4, ticket OPS-12' });
+    expect(disabled.status).toBe(200);
+    expect(disabled.body.data.key.cutover.disabled).toEqual({ at: '2026-11-22T09:00:00.000Z', by: 'admin', reason: 'moved to v4, ticket OPS-12' });
+    expect((await callV2(legacy.rawKey!)).json()).toMatchObject({ error: { status: 401, code: 'legacy_key_disabled' } });
+    expect((await client(s.app, successorKey).get('/v4/me')).status).toBe(200);
+    ({ cutover, page } = await expectStage(legacy.id, 'v2_disabled'));
+    expect(cutover.nextStep).toBeNull();
+    expect(cutover.stages.map((st) => st.at?.slice(0, 10) ?? null)).toEqual(['2026-11-02', '2026-11-03', '2026-11-04', '2026-11-21', '2026-11-22']);
+    expect(cutoverRow(page, legacy.id).text).toContain('Disabled 2026-11-22 09:00 UTC by an admin: moved to v4, ticket OPS-12');
+    expect((await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, {})).body.error.code).toBe('legacy_key_disabled');
+  });
+
+  it('mints through the API with the least capabilities, refuses what it must, and replaces a successor on request', async () => {
+    clock.advance(1);
+    const legacy = await register('HR sync', ['api.employees.getAll', 'api.employee.deliveryAddress.update', 'api.teams.getAll']);
+    const mint = (body: object, as = admin) => as.post(`/v4/admin/legacy-keys/${legacy.id}/successor`, body);
+
+    // Nothing called yet: nothing to infer.
+    expect((await mint({})).body.error).toMatchObject({ code: 'capabilities_required', details: [expect.objectContaining({ field: 'capabilities' })] });
+    expect((await s.app.inject({ method: 'GET', url: '/v2/employees', headers: { 'x-api-key': legacy.rawKey! } })).statusCode).toBe(200);
+
+    const refusals: Array<[object, number, string]> = [
+      [{ capabilities: ['mcp:orders:read'] }, 422, 'capability_beyond_scopes'],
+      [{ capabilities: ['mcp:employees:wrote'] }, 400, 'validation_failed'],
+      [{ replace: 'yes' }, 400, 'validation_failed'],
+    ];
+    for (const [body, status, code] of refusals) {
+      const answer = await mint(body);
+      expect([answer.status, answer.body.error.code]).toEqual([status, code]);
+    }
+    // A narrowed admin key cannot hand on what it lacks; a manager is no admin; another company's admin sees nothing.
+    const narrow = client(s.app, (await mintKeyForUser(s.core.db, s.demo.emails.admin, ['mcp:teams:read'], 'narrow')).rawKey);
+    expect((await mint({}, narrow)).body.error).toMatchObject({ code: 'capability_not_held', details: { missing: ['mcp:employees:read'] } });
+    expect((await mint({}, client(s.app, s.demo.apiKeys.manager))).body.error.code).toBe('admin_only');
+    const initech = await createCompany(s.core.db, `Initech ${backend}`);
+    await createUser(s.core.db, { email: `admin-${backend}@initech.example`, displayName: 'Ina', role: 'admin', companyIds: [initech] });
+    const foreign = client(s.app, (await mintKeyForUser(s.core.db, `admin-${backend}@initech.example`, 'all')).rawKey);
+    expect((await mint({}, foreign)).status).toBe(404);
+
+    // The least set: only the scope called, as `svc migrate audit --key` recommends.
+    const first = await mint({});
+    expect(first.status).toBe(201);
+    expect(first.body.data.successor).toMatchObject({ capabilities: ['mcp:employees:read'], replacedKeyId: null, userEmail: `v4-successor+${legacy.id}@co-acme.invalid` });
+    expect(first.body.data.key.cutover.stage).toBe('successor_minted');
+    expect((await mint({})).body.error.code).toBe('successor_exists');
+
+    // Replacing keeps the user and the capabilities, revokes the old key and starts "working" over.
+    expect((await client(s.app, first.body.data.successor.apiKey).get('/v4/me')).status).toBe(200);
+    expect((await readKey(legacy.id)).cutover.stage).toBe('successor_working');
+    const second = await mint({ replace: true });
+    expect(second.status).toBe(201);
+    expect(second.body.data.successor).toMatchObject({ capabilities: ['mcp:employees:read'], replacedKeyId: first.body.data.successor.keyId, userId: first.body.data.successor.userId });
+    expect(second.body.data.key.cutover.stage).toBe('successor_minted');
+    expect((await client(s.app, first.body.data.successor.apiKey).get('/v4/me')).status).toBe(401);
+
+    // Revoked elsewhere, the successor no longer carries the integration: back to v2 only, minted again without replace.
+    await revokeKey(s.core.db, second.body.data.successor.keyId);
+    const { cutover } = await readKey(legacy.id);
+    expect(cutover).toMatchObject({ stage: 'v2_only', successor: { active: false } });
+    expect(cutover.nextStep).toMatch(/^Mint a new successor v4 key: the previous one \(svc_sk_\w+_…\) no longer works$/);
+    const third = await mint({ capabilities: ['mcp:employees:read', 'mcp:teams:read'] });
+    expect(third.body.data.successor.capabilities).toEqual(['mcp:employees:read', 'mcp:teams:read']);
+
+    // A key whose scopes all stay on v2 has no successor to mint.
+    const catalogs = await register('Catalog export', ['api.catalogs.getAll']);
+    expect((await admin.post(`/v4/admin/legacy-keys/${catalogs.id}/successor`, {})).body.error.code).toBe('no_v4_successor');
+    expect((await readKey(catalogs.id)).cutover.nextStep).toBe('None of its scopes has a v4 successor: it stays on v2 until the sunset');
+  });
+
+  it('serves migration.json to an admin API key, and refuses other credentials', async () => {
+    expect((await reportJson()).keys.length).toBeGreaterThan(0);
+    const answer = async (key: string) => {
+      const response = await fetch(`${s.baseUrl}/app/migration.json`, { headers: { 'x-api-key': key } });
+      return [response.status, ((await response.json()) as { error: { code: string } }).error.code];
+    };
+    expect(await answer(s.demo.apiKeys.manager)).toEqual([403, 'admin_only']);
+    expect(await answer('svc_sk_00000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).toEqual([401, 'invalid_api_key']);
+    const legacy = await register('Not a v4 key');
+    expect(await answer(legacy.rawKey!)).toEqual([401, 'api_key_not_user_bound']);
+  });
+});
+
+describe.each(backends())('legacy key cutover, automatic policy [%s]', (backend) => {
+  const clock = new Clock();
+  const logs: Array<{ msg: string; legacyKeyId?: string; reason?: string }> = [];
+  let s: ListeningTestApp;
+  let logger: Logger;
+
+  beforeAll(async () => {
+    logger = pino({ level: 'info' }, new Writable({ write: (chunk: Buffer, _encoding, done) => (logs.push(JSON.parse(chunk.toString())), done()) }));
+    // Checked every 50 ms, so the test sees the server run it on its own.
+    const mappings = withCutover(loadMappings(defaultMappingsDir()), { autoDisable: true, checkEveryMinutes: 50 / 60_000 });
+    s = await startListeningApp(backend, { core: { now: clock.now, mappings, logger } });
+  });
+  afterAll(async () => s?.close());
+
+  it('disables a key once its successor works and it has been quiet, logs and shows it; leaves the others', async () => {
+    const admin = client(s.app, s.demo.apiKeys.admin);
+    const register = (name: string) => createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name, scopes: ADDRESS_SCOPES });
+    const callV2 = (rawKey: string) => s.app.inject({ method: 'GET', url: `/v2/employees/${s.demo.employees.dana}/deliveryAddress`, headers: { 'x-api-key': rawKey } });
+    const [done, unused, busy] = await Promise.all([register('Done'), register('Minted, never used'), register('Still busy')]);
+    for (const key of [done, unused, busy]) expect((await callV2(key.rawKey!)).statusCode).toBe(200);
+    const successors: Record<string, string> = {};
+    for (const key of [done, unused, busy]) successors[key.id] = (await admin.post(`/v4/admin/legacy-keys/${key.id}/successor`, {})).body.data.successor.apiKey;
+    for (const key of [done, busy]) expect((await client(s.app, successors[key.id]).get('/v4/me')).status).toBe(200);
+
+    clock.advance(10);
+    expect((await callV2(busy.rawKey!)).statusCode).toBe(200);
+    clock.advance(5);
+    await expect.poll(async () => (await admin.get(`/v4/admin/legacy-keys/${done.id}`)).body.data.key.cutover.stage, { timeout: 20_000 }).toBe('v2_disabled');
+
+    const { cutover } = (await admin.get(`/v4/admin/legacy-keys/${done.id}`)).body.data.key;
+    const reason = `successor key ${cutover.successor.maskedKey} working since ${START.toISOString().slice(0, 10)}; no v2 call since ${START.toISOString().slice(0, 10)} (quiet for 14 days)`;
+    expect(cutover.disabled).toEqual({ at: expect.any(String), by: 'policy', reason });
+    expect(logs.filter((line) => line.msg === 'legacy key disabled by the cutover policy')).toEqual([expect.objectContaining({ legacyKeyId: done.id, reason })]);
+    expect((await callV2(done.rawKey!)).statusCode).toBe(401);
+    // Quiet but never observed working, and working but not quiet: both stay.
+    expect((await admin.get(`/v4/admin/legacy-keys/${unused.id}`)).body.data.key.cutover.stage).toBe('successor_minted');
+    expect((await admin.get(`/v4/admin/legacy-keys/${busy.id}`)).body.data.key.cutover.stage).toBe('successor_working');
+
+    const browser = new FormBrowser();
+    await browser.signIn(s.baseUrl, s.demo.emails.admin);
+    const page = await (await browser.fetch(`${s.baseUrl}/app/migration`)).text();
+    expect(page).toContain('On: a key whose successor works and which has been quiet for 14 days is disabled automatically.');
+    const auto = /<table id="auto-disabled">([\s\S]*?)<\/table>/.exec(page)?.[1] ?? '';
+    expect(auto).toContain('<td>Done</td>');
+    expect(auto).toContain(`<td>${reason}</td>`);
+    expect(auto).not.toContain('Still busy');
+  });
+
+  it('disables a key once when several instances check at the same moment', async () => {
+    const key = await createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name: 'Raced', scopes: ADDRESS_SCOPES });
+    const admin = client(s.app, s.demo.apiKeys.admin);
+    const successor = (await admin.post(`/v4/admin/legacy-keys/${key.id}/successor`, { capabilities: ['mcp:employees:read'] })).body.data.successor.apiKey;
+    expect((await client(s.app, successor).get('/v4/me')).status).toBe(200);
+    // On PostgreSQL a second instance on the same schema; the embedded store has one process, checking from several requests.
+    const [{ schema }] = (await s.core.db.query<{ schema: string }>(sql`SELECT current_schema() AS schema`)) as [{ schema: string }];
+    const other =
+      backend === 'postgres'
+        ? await createCore(loadConfig({}, { dataDir: 'memory://', databaseUrl: inject('postgresUrl'), secretKey: TEST_SECRET_KEY, logLevel: 'silent' }), { schema, now: clock.now, mappings: s.core.mappings, logger })
+        : s.core;
+    try {
+      clock.advance(15);
+      const passes = await Promise.all([s.core, other, s.core, other].map((core) => autoDisableQuietKeys(core)));
+      // The server's own timer may get there first: one disable at most among these, and the key is disabled once.
+      expect(passes.flat().filter((k) => k.id === key.id).length).toBeLessThanOrEqual(1);
+      expect((await admin.get(`/v4/admin/legacy-keys/${key.id}`)).body.data.key.cutover.disabled.by).toBe('policy');
+      expect(logs.filter((line) => line.legacyKeyId === key.id)).toHaveLength(1);
+    } finally {
+      if (other !== s.core) await other.close();
+    }
+  });
+});
+
+describe('legacy key cutover, the dashboard form for the disable [pglite]', () => {
+  it('disables a quiet key with the form (CSRF checked), recorded as the admin’s', async () => {
+    const clock = new Clock();
+    const s = await startListeningApp('pglite', { core: { now: clock.now } });
+    try {
+      const legacy = await createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name: 'Form', scopes: ADDRESS_SCOPES });
+      const admin = client(s.app, s.demo.apiKeys.admin);
+      const successor = (await admin.post(`/v4/admin/legacy-keys/${legacy.id}/successor`, { capabilities: ['mcp:employees:read'] })).body.data.successor.apiKey;
+      expect((await client(s.app, successor).get('/v4/me')).status).toBe(200);
+      clock.advance(14);
+      const browser = new FormBrowser();
+      await browser.signIn(s.baseUrl, s.demo.emails.admin);
+      const page = await (await browser.fetch(`${s.baseUrl}/app/migration`)).text();
+      expect(cutoverRow(page, legacy.id).stage).toBe('v2_quiet');
+      const action = `${s.baseUrl}/app/migration/keys/${legacy.id}/disable`;
+      expect((await browser.fetch(action, { form: { _csrf: 'forged' } })).status).toBe(403);
+      const posted = await browser.fetch(action, { form: { _csrf: csrfOf(page) } });
+      expect([posted.status, posted.headers.get('location')]).toEqual([303, '/app/migration']);
+      const after = await (await browser.fetch(`${s.baseUrl}/app/migration`)).text();
+      expect(cutoverRow(after, legacy.id)).toEqual({ stage: 'v2_disabled', text: expect.stringContaining(`by an admin: disabled by ${s.demo.emails.admin} on the dashboard`) });
+      // The manager's session cannot use the forms.
+      const manager = new FormBrowser();
+      await manager.signIn(s.baseUrl, s.demo.emails.manager);
+      const managerPage = await (await manager.fetch(`${s.baseUrl}/app/developers/api-keys`)).text();
+      expect((await manager.fetch(`${s.baseUrl}/app/migration/keys/${legacy.id}/successor`, { form: { _csrf: csrfOf(managerPage), capabilities: 'mcp:employees:read' } })).status).toBe(403);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe.each(backends())('legacy key cutover through svc [%s]', { timeout: 120_000 }, (backend) => {
+  const clock = new Clock();
+  let s: ListeningTestApp;
+  const env = isolatedEnv();
+  const { expectStage } = stageProbe(() => s);
+  /** The built svc against the started server, as the demo admin unless another key is given. */
+  const run = async (args: string[], apiKey = s.demo.apiKeys.admin) => {
+    const result = await svc([...args, '--format', 'json', '--api-key', apiKey, '--api-url', s.baseUrl, '--allow-localhost'], env);
+    expect(result.code, result.stderr).toBe(0);
+    return JSON.parse(result.stdout).data;
+  };
+  const planStage = async (id: string) => (await run(['migrate', 'plan', '--key', id])).cutover.stage as string;
+
+  beforeAll(async () => {
+    s = await startListeningApp(backend, { core: { now: clock.now } });
+  });
+  afterAll(async () => s?.close());
+
+  it('walks a demo integration from v2 only to disabled with svc migrate plan, mint-successor, whoami and disable', async () => {
+    clock.at = START;
+    const legacy = await createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name: 'Demo v2 address sync', scopes: ADDRESS_SCOPES });
+    const v2 = await s.app.inject({ method: 'GET', url: `/v2/employees/${s.demo.employees.dana}/deliveryAddress`, headers: { 'x-api-key': legacy.rawKey! } });
+    expect(v2.statusCode).toBe(200);
+    expect(await planStage(legacy.id)).toBe('v2_only');
+    await expectStage(legacy.id, 'v2_only');
+
+    clock.advance(1);
+    const minted = await run(['legacy-keys', 'mint-successor', legacy.id, '--capabilities', 'mcp:employees:read']);
+    expect(minted.successor).toMatchObject({ capabilities: ['mcp:employees:read'], apiKey: expect.stringMatching(/^svc_sk_/) });
+    expect(await planStage(legacy.id)).toBe('successor_minted');
+    await expectStage(legacy.id, 'successor_minted');
+
+    clock.advance(1);
+    expect((await run(['whoami'], minted.successor.apiKey)).user.email).toBe(`v4-successor+${legacy.id}@co-acme.invalid`);
+    expect(await planStage(legacy.id)).toBe('successor_working');
+    await expectStage(legacy.id, 'successor_working');
+
+    clock.advance(14);
+    expect(await planStage(legacy.id)).toBe('v2_quiet');
+    await expectStage(legacy.id, 'v2_quiet');
+
+    clock.advance(1);
+    const disabled = await run(['legacy-keys', 'disable', legacy.id, '--reason', 'moved to v4']);
+    expect(disabled.key.cutover.disabled).toMatchObject({ by: 'admin', reason: 'moved to v4' });
+    expect(await planStage(legacy.id)).toBe('v2_disabled');
+    await expectStage(legacy.id, 'v2_disabled');
+  });
+});
