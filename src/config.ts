@@ -57,6 +57,12 @@ export const ConfigSchema = z.object({
   oauthCodeTtl: z.coerce.number().int().min(10).max(600).default(60),
   /** Seconds a rotated refresh token still works, so a client that refreshed twice at once survives. */
   oauthRefreshGraceSeconds: z.coerce.number().int().min(0).max(300).default(30),
+  /**
+   * Open client registrations per address per minute and per day: wide enough for a provider that
+   * registers on every connection from one address range; a client nobody authorizes expires in a day.
+   */
+  oauthRegistrationsPerMinute: z.coerce.number().int().min(1).max(100_000).default(120),
+  oauthRegistrationsPerDay: z.coerce.number().int().min(1).max(10_000_000).default(2000),
   /** Lifetime of a sign-in to the application pages, in seconds. */
   sessionTtl: z.coerce.number().int().min(300).max(2_592_000).default(43_200),
   /** Redis shared by every instance (rate limits, MCP sessions); unset = kept in this process. */
@@ -105,6 +111,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   oauthRefreshTokenTtl: 'OAUTH_REFRESH_TOKEN_TTL',
   oauthCodeTtl: 'OAUTH_CODE_TTL',
   oauthRefreshGraceSeconds: 'OAUTH_REFRESH_GRACE_SECONDS',
+  oauthRegistrationsPerMinute: 'OAUTH_REGISTRATIONS_PER_MINUTE',
+  oauthRegistrationsPerDay: 'OAUTH_REGISTRATIONS_PER_DAY',
   sessionTtl: 'SESSION_TTL',
   redisUrl: 'REDIS_URL',
   redisKeyPrefix: 'REDIS_KEY_PREFIX',

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { API_KEY_PREFIX } from '../access/api-keys.js';
 import { NOT_USER_BOUND_MESSAGE } from '../access/authenticate.js';
 import type { Core } from '../core.js';
-import { publicBaseUrl, resourceMetadataUrl } from '../mcp/discovery.js';
+import { bearerChallenge } from '../mcp/discovery.js';
 import { unauthorized } from '../errors.js';
 import type { LegacyKeySurface } from './metrics.js';
 
@@ -31,7 +31,7 @@ export function refuseLegacyKeysOnV4(core: Core) {
     if (!surface) return;
     core.metrics.gateway.recordLegacyKeyRejected(surface);
     // Every 401 of the MCP endpoint points to the protected-resource metadata (spec, Errors), this one too.
-    if (surface === 'mcp') void reply.header('www-authenticate', `Bearer resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`);
+    if (surface === 'mcp') void reply.header('www-authenticate', bearerChallenge(core));
     throw unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
   };
 }

@@ -24,8 +24,9 @@ export interface RateLimitRule {
  */
 export function rateLimited(core: Core, rule: RateLimitRule) {
   // Identities (IPs, client ids, usernames) are keyed by an HMAC, never stored in clear in Redis.
+  // The window is part of the bucket: one limit may count the same identity per minute and per day.
   const bucketOf = (kind: string, value: string) =>
-    `${rule.name}:${kind}:${createHmac('sha256', core.secretKey).update(value).digest('base64url').slice(0, 32)}`;
+    `${rule.name}:${rule.windowSeconds}:${kind}:${createHmac('sha256', core.secretKey).update(value).digest('base64url').slice(0, 32)}`;
 
   return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
     const identities = Object.entries(rule.key(request)).filter((entry): entry is [string, string] => Boolean(entry[1]));

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../core.js';
+import { DEFAULT_SCOPES } from '../oauth/request-params.js';
 import { OAUTH_SCOPES } from '../oauth/scopes.js';
 
 export const MCP_PATH = '/mcp';
@@ -10,8 +11,17 @@ export function publicBaseUrl(core: Core): string {
   return core.oauth.issuer;
 }
 
-export function resourceMetadataUrl(baseUrl: string): string {
+function resourceMetadataUrl(baseUrl: string): string {
   return `${baseUrl}${METADATA_PATH}`;
+}
+
+/**
+ * The WWW-Authenticate challenge of every 401 and 403 of the MCP endpoint (RFC 6750 §3, RFC 9728 §5.1):
+ * where the metadata is, and the scopes to ask for (the reads, unless a step-up names more).
+ */
+export function bearerChallenge(core: Core, options: { error?: 'invalid_token' | 'insufficient_scope'; scope?: readonly string[] } = {}): string {
+  const error = options.error ? `error="${options.error}", ` : '';
+  return `Bearer ${error}scope="${(options.scope ?? DEFAULT_SCOPES).join(' ')}", resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`;
 }
 
 /** RFC 9728 protected-resource metadata with the spec's four fields. */

@@ -15,7 +15,7 @@ import { AppError, ServiceUnavailable } from '../errors.js';
 import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';
 import { isOAuthScope } from '../oauth/scopes.js';
-import { MCP_PATH, publicBaseUrl, registerProtectedResourceMetadata, resourceMetadataUrl } from './discovery.js';
+import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { createMcpMetrics } from './metrics.js';
 import { canElicit, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
@@ -138,11 +138,8 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       principal = await core.auth.authenticate(request.headers, 'mcp');
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 401) throw error;
-      const invalidToken = header(request, 'authorization') === undefined ? '' : 'error="invalid_token", ';
-      void reply.header(
-        'www-authenticate',
-        `Bearer ${invalidToken}resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`,
-      );
+      const challenge = header(request, 'authorization') === undefined ? undefined : 'invalid_token';
+      void reply.header('www-authenticate', bearerChallenge(core, { error: challenge }));
       return refuse(reply, 401, error.message, SERVER_ERROR, { code: error.code });
     }
     if (request.method === 'GET') {
@@ -217,11 +214,8 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       const scope = principal.credential.kind === 'oauth' ? missingScope(principal, requests) : undefined;
       if (scope !== undefined && principal.credential.kind === 'oauth') {
         for (const r of requests) if (r.method === 'tools/call') metrics.recordToolCall(String(r.params?.name), 'insufficient_scope');
-        const wanted = [...new Set([...principal.credential.scopes, scope])].join(' ');
-        void reply.header(
-          'www-authenticate',
-          `Bearer error="insufficient_scope", scope="${wanted}", resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`,
-        );
+        const wanted = [...new Set([...principal.credential.scopes, scope])];
+        void reply.header('www-authenticate', bearerChallenge(core, { error: 'insufficient_scope', scope: wanted }));
         return refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, {
           code: 'insufficient_scope',
         });

@@ -21,9 +21,15 @@ function objectSchema(schema: z.ZodType, io: 'input' | 'output'): ObjectSchema {
   return { type: 'object', ...rest } as ObjectSchema;
 }
 
+/** Every hint explicit: a client's defaults (destructive, open world) would misdescribe most tools. */
 function annotations(op: AnyOperation): NonNullable<Tool['annotations']> {
-  if (op.readOnly) return { title: op.title, readOnlyHint: true };
-  return { title: op.title, readOnlyHint: false, destructiveHint: op.destructive, idempotentHint: op.idempotent };
+  return {
+    title: op.title,
+    readOnlyHint: op.readOnly,
+    destructiveHint: op.destructive,
+    idempotentHint: op.idempotent,
+    openWorldHint: op.openWorld,
+  };
 }
 
 /** The handler returns the output schema's input form (what REST serializes), so that is the form declared. */

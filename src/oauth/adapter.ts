@@ -20,6 +20,9 @@ export async function destroyGrant(db: Queryable, grantId: string): Promise<void
   await db.query(sql`DELETE FROM oauth_records WHERE grant_id = ${grantId} OR (kind = 'Grant' AND id_hash = ${recordKey(grantId)})`);
 }
 
+/** A registered client nobody has authorized yet is forgotten after a day; its first grant keeps it. */
+export const UNUSED_CLIENT_TTL_SECONDS = 86_400;
+
 /** Kinds whose id is a bearer secret: their payload keeps no copy of it (find restores it from the id). */
 const SECRET_ID_KINDS = new Set(['AccessToken', 'RefreshToken', 'AuthorizationCode', 'RegistrationAccessToken', 'ClientCredentials']);
 
@@ -38,7 +41,17 @@ export function createAdapterClass(options: AdapterOptions): new (name: string) 
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
       const stored = SECRET_ID_KINDS.has(this.kind) ? { ...payload, jti: undefined } : payload;
-      const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
+      // Registration is the only write of a Client (registration management is off).
+      const lifetime = expiresIn || (this.kind === 'Client' ? UNUSED_CLIENT_TTL_SECONDS : 0);
+      const expiresAt = lifetime ? new Date(Date.now() + lifetime * 1000).toISOString() : null;
+      if (this.kind === 'Client') {
+        // Each registration clears out the clients that expired unused (and every other expired record).
+        await db.query(sql`DELETE FROM oauth_records WHERE expires_at < now()`);
+      }
+      if (this.kind === 'Grant' && typeof payload.clientId === 'string') {
+        await db.query(sql`UPDATE oauth_records SET expires_at = NULL
+          WHERE kind = 'Client' AND id_hash = ${recordKey(payload.clientId)} AND expires_at IS NOT NULL`);
+      }
       await db.query(sql`INSERT INTO oauth_records (kind, id_hash, payload, grant_id, uid, account_id, expires_at)
         VALUES (${this.kind}, ${recordKey(id)}, ${JSON.stringify(stored)}::jsonb, ${payload.grantId ?? null},
           ${payload.uid ?? null}, ${payload.accountId ?? null}, ${expiresAt})

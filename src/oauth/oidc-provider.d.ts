@@ -84,8 +84,7 @@ declare module 'oidc-provider' {
   }
 
   export const errors: {
-    InvalidClientMetadata: new (description: string) => Error;
-    InvalidRedirectUri: new (description: string) => Error;
+    CustomOIDCProviderError: new (error: string, description: string) => Error;
     InvalidTarget: new (description?: string) => Error;
     InvalidGrant: new (detail?: string) => Error;
   };

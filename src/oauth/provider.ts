@@ -12,6 +12,7 @@ export const OAUTH_PATHS = {
   token: '/api/oauth/token',
   registration: '/api/oauth/register',
   revocation: '/api/oauth/revoke',
+  pushed_authorization_request: '/api/oauth/par',
 } as const;
 
 /** Where oidc-provider sends the browser to sign in and consent (our own pages). */
@@ -26,13 +27,14 @@ export interface OAuthServer {
   resource: string;
 }
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]']);
+// localhost too: Claude Code and Cursor register it (RFC 8252 §8.3 prefers the IP literals, clients do not).
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** Schemes a native app's redirect must never use: they run code or reach the network unguarded. */
 const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'about:', 'blob:']);
 
 /**
- * Redirect URIs of a public MCP client: https, loopback http on 127.0.0.1 or [::1] (any port at
- * authorization time), or a native app's custom scheme such as cursor://.
+ * Redirect URIs of a public MCP client: https, loopback http on localhost, 127.0.0.1 or [::1] (any
+ * port at authorization time), or a native app's custom scheme such as cursor://.
  */
 export function redirectUriProblem(uri: string): string | undefined {
   const url = URL.parse(uri);
@@ -40,7 +42,7 @@ export function redirectUriProblem(uri: string): string | undefined {
   if (url.hash) return `${uri} must not contain a fragment`;
   if (url.protocol === 'https:') return url.hostname ? undefined : `${uri} has no host`;
   if (url.protocol === 'http:') {
-    return LOOPBACK_HOSTS.has(url.hostname) ? undefined : `${uri}: plain http is allowed only on 127.0.0.1 or [::1]`;
+    return LOOPBACK_HOSTS.has(url.hostname) ? undefined : `${uri}: plain http is allowed only on localhost, 127.0.0.1 or [::1]`;
   }
   if (FORBIDDEN_SCHEMES.has(url.protocol)) return `${uri} uses a forbidden scheme`;
   // A private-use scheme is reverse-DNS-ish (RFC 8252 §7.1): letters, digits, + - . only.
@@ -52,10 +54,12 @@ type OidcErrors = typeof oidcErrors;
 /** Runs inside oidc-provider's client validation, before its own checks. */
 function enforceClientPolicy(errors: OidcErrors, metadata: ClientMetadata): void {
   const uris = metadata.redirect_uris ?? [];
-  if (uris.length === 0) throw new errors.InvalidRedirectUri('redirect_uris must list at least one URI');
+  // InvalidRedirectUri has a fixed description; the client should learn which URI and why.
+  const refuse = (problem: string) => new errors.CustomOIDCProviderError('invalid_redirect_uri', problem);
+  if (uris.length === 0) throw refuse('redirect_uris must list at least one URI');
   for (const uri of uris) {
     const problem = redirectUriProblem(uri);
-    if (problem) throw new errors.InvalidRedirectUri(problem);
+    if (problem) throw refuse(problem);
   }
   // Every MCP client is treated as a native app: RFC 8252 rules, and any port on a loopback redirect.
   metadata.application_type = 'native';
@@ -104,7 +108,6 @@ async function buildProvider({ config, db, secretKey, now }: OAuthServerOptions,
       jwks: '/api/oauth/jwks',
       userinfo: '/api/oauth/userinfo',
       introspection: '/api/oauth/introspect',
-      pushed_authorization_request: '/api/oauth/par',
     },
     // Only plain OAuth scopes of the MCP resource; 'openid' stays so that a client sending it is not refused.
     scopes: ['openid', 'offline_access'],

@@ -1,13 +1,19 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
 import { AppError } from '../errors.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { observeOAuth } from './metrics.js';
 import { OAUTH_PATHS, type OAuthServer } from './provider.js';
+import { adjustAuthorizationParams } from './request-params.js';
 import { OAUTH_SCOPES } from './scopes.js';
 
 /** The provider's paths this file handles before oidc-provider does. */
-const PREHANDLED_PATHS: ReadonlySet<string> = new Set([OAUTH_PATHS.token, OAUTH_PATHS.registration]);
+const PREHANDLED_PATHS: ReadonlySet<string> = new Set([
+  OAUTH_PATHS.token,
+  OAUTH_PATHS.registration,
+  OAUTH_PATHS.authorization,
+  OAUTH_PATHS.pushed_authorization_request,
+]);
 
 /** RFC 8414 authorization-server metadata: the spec's fields, and only the five grantable scopes. */
 export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) {
@@ -24,14 +30,38 @@ export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) 
     token_endpoint_auth_methods_supported: ['none'],
     revocation_endpoint_auth_methods_supported: ['none'],
     scopes_supported: [...OAUTH_SCOPES],
+    // Every authorization response carries `iss` (RFC 9207 §3 asks the server to say so).
+    authorization_response_iss_parameter_supported: true,
   };
 }
 
 /** Token requests per minute: per address, and per client however many addresses it uses. */
 export const TOKEN_LIMITS = { perClient: 30, perIp: 120, windowSeconds: 60 } as const;
 
-/** Client registrations per minute per address: registration is open, so each one is a row anyone could add. */
-export const REGISTRATION_LIMIT = { perIp: 20, windowSeconds: 60 } as const;
+/** Methods that need a client secret: a client asking for one is registered as public instead (RFC 7591 §3.2.1). */
+const SECRET_AUTH_METHODS: ReadonlySet<unknown> = new Set(['client_secret_post', 'client_secret_basic', 'client_secret_jwt']);
+
+/**
+ * Registration metadata as registered here (RFC 7591 lets the server replace what it will not do):
+ * - a client asking for a secret-based method (Claude registers with client_secret_post) or for none
+ *   is a public client; PKCE, required for every client, protects its codes, and refresh tokens rotate.
+ *   RFC 7591 would default a missing method to client_secret_basic, and oidc-provider would issue a
+ *   secret nobody may use;
+ * - a registered `scope` is dropped: MCP clients register the resource's scopes, which oidc-provider
+ *   checks against its OpenID scopes; what a client gets is decided by consent and the five-scope ceiling.
+ */
+function registrationMetadata(requested: Record<string, unknown>): Record<string, unknown> {
+  const { client_secret: _secret, client_secret_expires_at: _expiry, scope: _scope, ...metadata } = requested;
+  const method = metadata.token_endpoint_auth_method;
+  return { ...metadata, token_endpoint_auth_method: method === undefined || SECRET_AUTH_METHODS.has(method) ? 'none' : method };
+}
+
+/** Hands a form body, adjusted if need be, to oidc-provider, which reads an already-read body from req.body. */
+function formBody(body: unknown, resource: string, kind: 'authorization' | 'token'): unknown {
+  if (!Buffer.isBuffer(body)) return body;
+  const params = new URLSearchParams(body.toString('utf8'));
+  return adjustAuthorizationParams(params, resource, kind) ? Buffer.from(params.toString()) : body;
+}
 
 /** The client_id of a token request's form body (public clients send it there), if readable. */
 function clientIdOf(body: unknown): string | undefined {
@@ -61,20 +91,24 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     windowSeconds,
     key: (request) => ({ client: clientIdOf(request.body) }),
   });
-  const limitRegistrationPerIp = rateLimited(core, {
-    name: 'oauth_registration',
-    limit: REGISTRATION_LIMIT.perIp,
-    windowSeconds: REGISTRATION_LIMIT.windowSeconds,
-    key: (request) => ({ ip: request.ip }),
-  });
+  // Registration is open, so each one is a row anyone could add: limited per address, and a client
+  // nobody authorizes expires (UNUSED_CLIENT_TTL_SECONDS), so what abuse adds is bounded.
+  const registrationLimits = [
+    { limit: core.config.oauthRegistrationsPerMinute, windowSeconds: 60 },
+    { limit: core.config.oauthRegistrationsPerDay, windowSeconds: 86_400 },
+  ];
+  const limitRegistrationPerIp = registrationLimits.map(({ limit, windowSeconds }) =>
+    rateLimited(core, { name: 'oauth_registration', limit, windowSeconds, key: (request) => ({ ip: request.ip }) }),
+  );
+  const provide = async (request: FastifyRequest, reply: FastifyReply, body: unknown) => {
+    // oidc-provider reads an already-read body from req.body (and warns once that it did).
+    Object.assign(request.raw, { body });
+    reply.hijack();
+    await handle(request.raw, reply.raw);
+  };
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-    // Registration metadata is adjusted before oidc-provider sees it (RFC 7591 lets the server do so):
-    // - no token_endpoint_auth_method means a public client here; RFC 7591 would default it to
-    //   client_secret_basic, and oidc-provider would issue a secret nobody may use;
-    // - a registered `scope` is dropped: MCP clients register the resource's scopes, which oidc-provider
-    //   checks against its OpenID scopes; what a client gets is decided by consent and the five-scope ceiling.
     scope.post(OAUTH_PATHS.registration, { preHandler: limitRegistrationPerIp }, async (request, reply) => {
       const raw = request.body as Buffer;
       let metadata: unknown;
@@ -84,15 +118,19 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
         metadata = undefined; // oidc-provider answers the unparsable body itself
       }
       const isObject = typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata);
-      const adjusted = isObject ? { token_endpoint_auth_method: 'none', ...(metadata as Record<string, unknown>), scope: undefined } : undefined;
-      // oidc-provider reads an already-read body from req.body (and warns once that it did).
-      Object.assign(request.raw, { body: adjusted ? Buffer.from(JSON.stringify(adjusted)) : raw });
-      reply.hijack();
-      await handle(request.raw, reply.raw);
+      await provide(request, reply, isObject ? Buffer.from(JSON.stringify(registrationMetadata(metadata as Record<string, unknown>))) : raw);
     });
-    scope.post(OAUTH_PATHS.token, { preHandler: [limitTokenPerIp, limitTokenPerClient] }, async (request, reply) => {
-      // Read here for the per-client limit; oidc-provider takes the already-read body from req.body.
-      Object.assign(request.raw, { body: request.body });
+    // Read here for the per-client limit, and to normalise `resource`.
+    scope.post(OAUTH_PATHS.token, { preHandler: [limitTokenPerIp, limitTokenPerClient] }, (request, reply) =>
+      provide(request, reply, formBody(request.body, oauth.resource, 'token')),
+    );
+    for (const path of [OAUTH_PATHS.authorization, OAUTH_PATHS.pushed_authorization_request]) {
+      scope.post(path, (request, reply) => provide(request, reply, formBody(request.body, oauth.resource, 'authorization')));
+    }
+    scope.get(OAUTH_PATHS.authorization, async (request, reply) => {
+      const [path, query = ''] = request.raw.url!.split('?', 2) as [string, string?];
+      const params = new URLSearchParams(query);
+      if (adjustAuthorizationParams(params, oauth.resource, 'authorization')) request.raw.url = `${path}?${params}`;
       reply.hijack();
       await handle(request.raw, reply.raw);
     });

@@ -28,6 +28,8 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   /** Write hints (MCP annotations): may it destroy data; is a repeat harmless. */
   destructive: boolean;
   idempotent: boolean;
+  /** Reaches a system outside this service (MCP openWorldHint): the courier's API. */
+  openWorld: boolean;
   method: 'GET' | 'POST' | 'PATCH';
   /** Fastify-style path; `:id` segments are fields of the input. */
   path: string;
@@ -57,7 +59,7 @@ export function columnsOf<S extends z.ZodObject>(_record: S, columns: readonly C
   return columns;
 }
 
-type Defaults = 'destructive' | 'idempotent' | 'origin' | 'successStatus';
+type Defaults = 'destructive' | 'idempotent' | 'openWorld' | 'origin' | 'successStatus';
 
 export function defineOperation<I extends z.ZodType, O extends z.ZodType>(
   op: Omit<Operation<I, O>, Defaults> & Partial<Pick<Operation<I, O>, Defaults>>,
@@ -65,6 +67,7 @@ export function defineOperation<I extends z.ZodType, O extends z.ZodType>(
   return {
     destructive: false,
     idempotent: op.readOnly,
+    openWorld: false,
     origin: 'spec',
     successStatus: 200,
     ...op,

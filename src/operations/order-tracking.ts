@@ -107,6 +107,7 @@ export const orderTrackingOperations = [
     ].join(' '),
     capability: 'mcp:orders:read',
     readOnly: true,
+    openWorld: true,
     method: 'GET',
     path: '/v4/orders/:id/tracking',
     input: OrderInput,

@@ -8,8 +8,8 @@ import { formList, requireUser, sendPage, type PageContext } from './account-pag
 import { redirectHost } from './connections.js';
 import { html, type Html } from './html.js';
 
-/** Scopes that are not permissions (OpenID plumbing some clients send); granted silently. */
-const PROTOCOL_SCOPES = new Set(['openid', 'offline_access']);
+/** Scopes that are not permissions (OpenID plumbing: VS Code sends `openid profile email`); passed over silently. */
+const PROTOCOL_SCOPES = new Set(['openid', 'offline_access', 'profile', 'email']);
 
 interface ConsentRequest {
   details: InteractionDetails;
@@ -63,7 +63,7 @@ function consentBody(consent: ConsentRequest, user: UserRow, csrfToken: string):
 <form class="card" method="post" action="/app/interaction/${consent.details.uid}">
 <input type="hidden" name="_csrf" value="${csrfToken}">
 <fieldset><legend>Permissions (read and write are granted separately)</legend>
-${permissions.length ? html`<ul>${permissions}</ul>` : html`<p>This application asked for no permission you can grant.</p>`}</fieldset>
+<ul>${permissions}</ul></fieldset>
 ${consent.beyondRole.length ? html`<p>Not available to your role: ${consent.beyondRole.join(', ')}.</p>` : ''}
 ${consent.refused.length ? html`<p>Cannot be granted to applications over OAuth: ${consent.refused.join(', ')}. Use an API key for those.</p>` : ''}
 <p><button type="submit" name="decision" value="allow">Allow selected</button>
@@ -89,9 +89,17 @@ export async function registerConsentPages(app: FastifyInstance, ctx: PageContex
     if (details.session?.accountId !== user.id) {
       throw new AppError(409, 'different_user', 'This authorization started under another user; sign out and start again from your app');
     }
+    const consent = await consentRequest(ctx, details, user);
+    // A page with nothing to approve is a dead end: the client hears why instead (RFC 6749 §4.1.2.1).
+    if (consent.grantable.length === 0) {
+      const asked = [...consent.beyondRole, ...consent.refused].join(', ') || 'none named';
+      return finish(request, reply, {
+        error: 'invalid_scope',
+        error_description: `No requested permission (${asked}) can be granted by ${user.email}, role ${user.role}`,
+      });
+    }
     const csrfToken = sessions.csrfToken(request, reply);
-    const body = consentBody(await consentRequest(ctx, details, user), user, csrfToken);
-    return sendPage(reply, 'Allow access?', body, user, csrfToken);
+    return sendPage(reply, 'Allow access?', consentBody(consent, user, csrfToken), user, csrfToken);
   });
 
   app.post('/app/interaction/:uid', async (request, reply) => {

@@ -370,6 +370,14 @@ UPDATE legacy_keys SET disabled_by = 'operator' WHERE disabled_at IS NOT NULL;
 ALTER TABLE legacy_keys ADD CONSTRAINT legacy_keys_disabled_by CHECK ((disabled_at IS NULL) = (disabled_by IS NULL));
 `,
   },
+  {
+    // Expired OAuth records (and clients registered but never authorized, which now expire) are
+    // deleted at each registration: the index keeps that a short range scan.
+    id: '0009_oauth_records_expiry',
+    up: `
+CREATE INDEX oauth_records_expires_idx ON oauth_records (expires_at) WHERE expires_at IS NOT NULL;
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -58,6 +58,18 @@ describe.each(backends())('MCP tools over the SDK client [%s]', (backend) => {
       }
     });
 
+    // OpenAI's app review refuses tools whose hints are left to the client's defaults (destructive, open world).
+    it('states all four hints on every tool; reads destroy nothing and only tracking reaches the outside world', () => {
+      for (const tool of tools) {
+        const hints = tool.annotations ?? {};
+        for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const) {
+          expect(typeof hints[hint], `${tool.name} ${hint}`).toBe('boolean');
+        }
+        if (hints.readOnlyHint) expect(hints, tool.name).toMatchObject({ destructiveHint: false, idempotentHint: true });
+      }
+      expect(tools.filter((t) => t.annotations?.openWorldHint).map((t) => t.name)).toEqual(['get_tracking']);
+    });
+
     // One file per tool, the same on every backend: a change to a tool's contract shows up in review.
     it.each([...SPEC_READ_TOOLS, ...SPEC_WRITE_TOOLS])('pins %s: title, description, annotations and schemas', async (name) => {
       const tool = tools.find((t) => t.name === name)!;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REGISTRATION_LIMIT, TOKEN_LIMITS } from '../../src/oauth/routes.js';
+import { TOKEN_LIMITS } from '../../src/oauth/routes.js';
 import { SIGN_IN_LIMITS } from '../../src/pages/account-pages.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { authorizationRequest, authorizeInBrowser, csrfOf, DEMO_PASSWORD, discoverAndRegister, exchangeCode, FormBrowser, tokenPost } from './support.js';
@@ -96,22 +96,6 @@ describe('rate limits on sign-in and token, and OAuth metrics', () => {
     expect(await metric('svc_rate_limited_total{limit="oauth_token"}')).toBe(2);
   });
 
-  it('registration: a limit per address; another address still registers', async () => {
-    const register = (ip: string) =>
-      s.app.inject({
-        method: 'POST',
-        url: '/api/oauth/register',
-        remoteAddress: ip,
-        headers: { 'content-type': 'application/json' },
-        payload: { redirect_uris: ['http://127.0.0.1:53682/callback'], client_name: 'flood' },
-      });
-    for (let i = 0; i < REGISTRATION_LIMIT.perIp; i++) expect((await register('10.5.0.1')).statusCode).toBe(201);
-    const refused = await register('10.5.0.1');
-    expect(refused.statusCode).toBe(429);
-    expectRetryAfter(refused.headers['retry-after']);
-    expect((await register('10.5.0.2')).statusCode).toBe(201);
-  });
-
   it('regression: no other spelling of the token or registration path reaches the provider past the limits', async () => {
     // The provider's router ignores case and a trailing slash; these once bypassed the token limits.
     for (const url of ['/api/oauth/TOKEN', '/api/oauth/token/', '/api/oauth/Token/?x=1', '/api/oauth/REGISTER']) {
@@ -139,5 +123,46 @@ describe('rate limits on sign-in and token, and OAuth metrics', () => {
     expect(await metric('svc_oauth_grants_total{outcome="denied"}')).toBe(1);
     expect(await metric('svc_oauth_token_requests_total{grant_type="authorization_code",outcome="ok"}')).toBe(1);
     expect(await metric('svc_oauth_token_requests_total{grant_type="refresh_token",outcome="ok"}')).toBe(1);
+  });
+});
+
+describe('registration limits: per minute and per day per address', () => {
+  let s: ListeningTestApp;
+  let clock = new Date('2026-11-23T10:00:00Z');
+  const PER_MINUTE = 4;
+  const PER_DAY = 6;
+
+  beforeAll(async () => {
+    s = await startListeningApp('pglite', {
+      config: { oauthRegistrationsPerMinute: PER_MINUTE, oauthRegistrationsPerDay: PER_DAY },
+      core: { now: () => clock },
+    });
+  });
+  afterAll(async () => s?.close());
+
+  const register = (ip: string) =>
+    s.app.inject({
+      method: 'POST',
+      url: '/api/oauth/register',
+      remoteAddress: ip,
+      headers: { 'content-type': 'application/json' },
+      payload: { redirect_uris: ['http://127.0.0.1:53682/callback'], client_name: 'flood' },
+    });
+
+  it('refuses past the minute budget, then past the day budget once minutes pass; another address still registers', async () => {
+    for (let i = 0; i < PER_MINUTE; i++) expect((await register('10.5.0.1')).statusCode).toBe(201);
+    const perMinute = await register('10.5.0.1');
+    expect(perMinute.statusCode).toBe(429);
+    expect(perMinute.json().error.message).toContain(`allows ${PER_MINUTE} per 60 s per ip`);
+    expect(Number(perMinute.headers['retry-after'])).toBeLessThanOrEqual(60);
+
+    clock = new Date(clock.getTime() + 61_000);
+    for (let i = PER_MINUTE; i < PER_DAY; i++) expect((await register('10.5.0.1')).statusCode).toBe(201);
+    const perDay = await register('10.5.0.1');
+    expect(perDay.statusCode).toBe(429);
+    expect(perDay.json().error.message).toContain(`allows ${PER_DAY} per 86400 s per ip`);
+    expect(Number(perDay.headers['retry-after'])).toBeGreaterThan(60);
+
+    expect((await register('10.5.0.2')).statusCode).toBe(201);
   });
 });

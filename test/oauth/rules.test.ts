@@ -55,6 +55,7 @@ describe.each(backends())('OAuth rules (%s)', (backend) => {
       grant_types_supported: ['authorization_code', 'refresh_token'],
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['none'],
+      authorization_response_iss_parameter_supported: true,
     });
     expect([...as.scopes_supported].sort()).toEqual([...FIVE].sort());
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
@@ -64,20 +65,32 @@ describe.each(backends())('OAuth rules (%s)', (backend) => {
   });
 
   it('registers public clients with https, loopback and custom-scheme redirects; refuses the rest with RFC 7591 codes', async () => {
-    for (const uri of ['https://app.example.com/cb', 'http://127.0.0.1:33418/cb', 'http://[::1]/cb', 'cursor://anysphere.cursor-retrieval/oauth/callback']) {
+    const accepted = ['https://app.example.com/cb', 'http://127.0.0.1:33418/cb', 'http://[::1]/cb', 'http://localhost:3000/cb', 'cursor://anysphere.cursor-retrieval/oauth/callback'];
+    for (const uri of accepted) {
       const { status, body } = await register(s.baseUrl, { redirect_uris: [uri], client_name: 'ok' });
       expect(status, uri).toBe(201);
       expect(body.client_secret).toBeUndefined();
       expect(body.token_endpoint_auth_method).toBe('none');
     }
-    for (const uri of ['http://app.example.com/cb', 'http://localhost:3000/cb', 'javascript:alert(1)', 'https://app.example.com/cb#frag', 'not a uri']) {
+    const refused = ['http://app.example.com/cb', 'http://localhost.evil.example/cb', 'javascript:alert(1)', 'file:///etc/passwd', 'https://app.example.com/cb#frag', 'not a uri'];
+    for (const uri of refused) {
       const { status, body } = await register(s.baseUrl, { redirect_uris: [uri] });
       expect(status, uri).toBe(400);
       expect(body.error, uri).toBe('invalid_redirect_uri');
     }
-    const withSecret = await register(s.baseUrl, { redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'client_secret_basic' });
-    expect(withSecret.status).toBe(400);
-    expect(withSecret.body.error).toBe('invalid_client_metadata');
+    // One bad member refuses the whole set: the client learns which, rather than losing a redirect silently.
+    const mixed = await register(s.baseUrl, { redirect_uris: ['https://app.example.com/cb', 'http://app.example.com/cb'] });
+    expect(mixed).toMatchObject({ status: 400, body: { error: 'invalid_redirect_uri' } });
+    expect(mixed.body.error_description).toContain('http://app.example.com/cb');
+    // Asking for a secret gets a public client (RFC 7591 §3.2.1): PKCE protects its codes.
+    for (const method of ['client_secret_basic', 'client_secret_post', 'client_secret_jwt']) {
+      const withSecret = await register(s.baseUrl, { redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: method, client_secret: 'mine' });
+      expect(withSecret.status, method).toBe(201);
+      expect(withSecret.body.token_endpoint_auth_method).toBe('none');
+      expect(withSecret.body.client_secret).toBeUndefined();
+    }
+    const privateKeyJwt = await register(s.baseUrl, { redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'private_key_jwt' });
+    expect(privateKeyJwt).toMatchObject({ status: 400, body: { error: 'invalid_client_metadata' } });
   });
 
   it('refuses plain PKCE and a missing challenge', async () => {
@@ -164,6 +177,58 @@ describe.each(backends())('OAuth rules (%s)', (backend) => {
     const refused = await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${tokens.access_token}` });
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('not issued for');
+  });
+
+  it('compares resource after RFC 3986 normalisation: scheme and host case, default port; a different path is another resource', async () => {
+    const url = new URL(s.mcpUrl);
+    for (const spelling of [s.mcpUrl.replace('http://127.0.0.1', 'HTTP://127.0.0.1'), `${url.protocol}//${url.host}/mcp`]) {
+      const request = await authorizationRequest(registered, spelling, 'mcp:orders:read');
+      const { callback } = await authorizeInBrowser(new FormBrowser(), request.url, registered.redirectUri);
+      const tokens = await exchangeCode(registered, callback, request, spelling);
+      expect(tokens.scope, spelling).toBe('mcp:orders:read');
+      expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${tokens.access_token}` })).status).toBe(200);
+    }
+    const trailing = await authorizationRequest(registered, `${s.mcpUrl}/`, 'mcp:orders:read');
+    const location = new URL((await fetch(trailing.url, { redirect: 'manual' })).headers.get('location')!);
+    expect(location.searchParams.get('error')).toBe('invalid_target');
+  });
+
+  it('no consent dead end: a request for nothing the role can grant goes back to the client as invalid_scope', async () => {
+    const request = await authorizationRequest(registered, s.mcpUrl, 'mcp:orders:write');
+    const { callback, consentHtml } = await authorizeInBrowser(new FormBrowser(), request.url, registered.redirectUri, { email: 'eve@acme.example' });
+    expect(consentHtml).toBe('');
+    expect(callback.searchParams.get('error')).toBe('invalid_scope');
+    expect(callback.searchParams.get('error_description')).toContain('role employee');
+    expect(callback.searchParams.get('state')).toBe(request.state);
+  });
+
+  it('the 401 challenge names the scopes to ask for first', async () => {
+    const response = await rawPost(s.mcpUrl, initializeBody());
+    expect(response.headers.get('www-authenticate')).toContain('scope="mcp:employees:read mcp:orders:read mcp:inventory:read"');
+  });
+
+  it('a registered client nobody authorizes expires after a day and is purged; the first consent keeps it', async () => {
+    const unused = await register(s.baseUrl, { redirect_uris: ['https://unused.example/cb'] });
+    const kept = await discoverAndRegister(s.baseUrl, 'http://127.0.0.1:53999/callback');
+    const expiryOf = async (clientId: string) =>
+      (await s.core.db.query<{ expires_at: Date | string | null }>(sql`SELECT expires_at FROM oauth_records
+        WHERE kind = 'Client' AND payload->>'client_id' = ${clientId}`))[0]?.expires_at;
+    const inADay = Date.now() + 86_400_000;
+    expect(Math.abs(new Date((await expiryOf(unused.body.client_id))!).getTime() - inADay)).toBeLessThan(60_000);
+
+    const request = await authorizationRequest(kept, s.mcpUrl, 'mcp:orders:read');
+    await authorizeInBrowser(new FormBrowser(), request.url, kept.redirectUri);
+    expect(await expiryOf(kept.client.client_id)).toBeNull();
+
+    // A day passes for the unused one: it is unknown (the client registers again), then purged.
+    await s.core.db.query(sql`UPDATE oauth_records SET expires_at = now() - interval '1 second'
+      WHERE kind = 'Client' AND payload->>'client_id' = ${unused.body.client_id}`);
+    const stale = await fetch(`${s.baseUrl}/api/oauth/authorize?client_id=${unused.body.client_id}&response_type=code&redirect_uri=https://unused.example/cb`, { redirect: 'manual' });
+    expect(stale.status).toBe(400);
+    expect(await stale.text()).toContain('invalid_client');
+    await register(s.baseUrl, { redirect_uris: ['https://next.example/cb'] });
+    expect(await expiryOf(unused.body.client_id)).toBeUndefined();
+    expect(await expiryOf(kept.client.client_id)).toBeNull();
   });
 
   it('refuses an expired access token', async () => {
