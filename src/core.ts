@@ -57,6 +57,11 @@ export interface CoreOptions {
   schema?: string;
   /** Maps to serve instead of the package's (tests shrink the list ceiling). */
   mappings?: Mappings;
+  /**
+   * How client metadata documents (CIMD) are fetched. Unset: oidc-provider's fetch, which refuses
+   * private, loopback and link-local addresses; tests point it at a loopback fixture.
+   */
+  fetchClientMetadata?: typeof fetch;
 }
 
 const SECRET_HEADERS = ['["x-api-key"]', '.authorization', '.cookie', '["set-cookie"]'];
@@ -142,7 +147,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
     );
     const now = options.now ?? (() => new Date());
     const keyFirstUse = new FirstUseRecorder(db, now, (error) => logger.warn({ err: error }, 'first use of an API key not written; retried on its next call'));
-    const oauth = createOAuthServer({ config, db, secretKey, now });
+    const oauth = createOAuthServer({ config, db, secretKey, now, fetchClientMetadata: options.fetchClientMetadata });
     const shared = await openSharedState(config, logger, metrics.registry, () => now().getTime());
     return {
       config,

@@ -4,6 +4,7 @@ import { baseUrlOf, type Config } from '../config.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 import { createAdapterClass } from './adapter.js';
+import { resolvesOnlyToPublicAddresses } from './public-address.js';
 import { OAUTH_SCOPES } from './scopes.js';
 import { escapeHtml } from '../pages/html.js';
 
@@ -76,6 +77,12 @@ export interface OAuthServerOptions {
   db: Queryable;
   secretKey: Buffer;
   now: () => Date;
+  fetchClientMetadata?: typeof fetch | undefined;
+}
+
+/** A client_id that is an https URL names its metadata document (CIMD); the others were registered here. */
+export function isMetadataDocumentClient(clientId: string): boolean {
+  return /^https:\/\//i.test(clientId);
 }
 
 export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
@@ -89,7 +96,8 @@ export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
   };
 }
 
-async function buildProvider({ config, db, secretKey, now }: OAuthServerOptions, issuer: string, resource: string): Promise<Provider> {
+async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string): Promise<Provider> {
+  const { config, db, secretKey, now, fetchClientMetadata } = options;
   // oidc-provider 9 warns once at import on Node 20 (it supports 22+); our tests cover its use here.
   const { Provider, errors } = await import('oidc-provider');
   const cookieKey = createHmac('sha256', secretKey).update('oauth-cookies').digest('base64url');
@@ -127,8 +135,20 @@ async function buildProvider({ config, db, secretKey, now }: OAuthServerOptions,
       },
     },
     pkce: { required: () => true },
+    ...(fetchClientMetadata ? { fetch: fetchClientMetadata } : {}),
     features: {
       devInteractions: { enabled: false },
+      // Client ID Metadata Documents: oidc-provider checks the URL's shape, fetches it over https with
+      // special-use addresses refused, 2.5 s and 5 KiB at most and no redirect, checks client_id and
+      // refuses secrets, then caches it as HTTP caching says, held between a minute and a day.
+      clientIdMetadataDocument: {
+        enabled: true,
+        ack: 'draft-02',
+        cacheDuration: { min: 60, max: 86_400 },
+        // Refused before connecting too; a test setting brings its own network (fetchClientMetadata).
+        allowFetch: async (_ctx: unknown, clientId: string) =>
+          fetchClientMetadata !== undefined || resolvesOnlyToPublicAddresses(new URL(clientId).hostname),
+      },
       registration: { enabled: true, initialAccessToken: false },
       // A client revokes only its own tokens (public clients identify themselves by client_id).
       revocation: {

@@ -32,6 +32,8 @@ export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) 
     scopes_supported: [...OAUTH_SCOPES],
     // Every authorization response carries `iss` (RFC 9207 §3 asks the server to say so).
     authorization_response_iss_parameter_supported: true,
+    // An https URL as client_id names the client's metadata document; registration stays the fallback.
+    client_id_metadata_document_supported: true,
   };
 }
 

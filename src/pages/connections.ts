@@ -3,6 +3,7 @@ import type { Core } from '../core.js';
 import { sql } from '../store/sql.js';
 import { badRequest, notFound } from '../errors.js';
 import { destroyGrant, findRecord, recordKey } from '../oauth/adapter.js';
+import { isMetadataDocumentClient } from '../oauth/provider.js';
 import { describePermission, oauthScopesIn, type OAuthScope } from '../oauth/scopes.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { html, type Html } from './html.js';
@@ -35,6 +36,16 @@ export function redirectHost(uri: string): string {
   return url.protocol === 'http:' || url.protocol === 'https:' ? url.host : `${url.protocol}//`;
 }
 
+/**
+ * A registered client from our table; a metadata-document client (CIMD) from its document, fetched or
+ * cached by oidc-provider, or by its host when the document cannot be had now.
+ */
+async function clientOf(core: Core, clientId: string): Promise<ClientPayload | undefined> {
+  if (!isMetadataDocumentClient(clientId)) return findRecord<ClientPayload>(core.db, 'Client', clientId);
+  const client = await (await core.oauth.provider()).Client.find(clientId).catch(() => undefined);
+  return client ? (client.metadata() as ClientPayload) : { client_name: new URL(clientId).host, redirect_uris: [] };
+}
+
 export async function listConnections(core: Core, userId: string): Promise<Connection[]> {
   const grants = await core.db.query<{ payload: GrantPayload; expires_at: string | null }>(sql`
     SELECT payload, expires_at FROM oauth_records
@@ -42,7 +53,7 @@ export async function listConnections(core: Core, userId: string): Promise<Conne
     ORDER BY expires_at DESC`);
   return Promise.all(
     grants.map(async ({ payload, expires_at }) => {
-      const client = await findRecord<ClientPayload>(core.db, 'Client', payload.clientId);
+      const client = await clientOf(core, payload.clientId);
       return {
         grantId: payload.jti,
         clientId: payload.clientId,

@@ -3,6 +3,7 @@ import type { InteractionDetails } from 'oidc-provider';
 import { ROLE_CEILING } from '../access/capabilities.js';
 import type { UserRow } from '../access/principal.js';
 import { AppError, badRequest } from '../errors.js';
+import { isMetadataDocumentClient } from '../oauth/provider.js';
 import { describePermission, isOAuthScope, type OAuthScope } from '../oauth/scopes.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { redirectHost } from './connections.js';
@@ -14,6 +15,8 @@ const PROTOCOL_SCOPES = new Set(['openid', 'offline_access', 'profile', 'email']
 interface ConsentRequest {
   details: InteractionDetails;
   clientName: string;
+  /** The host of a client identified by its metadata document's URL (CIMD); undefined for a registered one. */
+  publisherHost: string | undefined;
   redirectUri: string;
   /** Requested, grantable over OAuth and within the user's role. */
   grantable: OAuthScope[];
@@ -42,6 +45,7 @@ async function consentRequest(ctx: PageContext, details: InteractionDetails, use
   return {
     details,
     clientName: client?.clientName ?? (client?.metadata().client_name as string | undefined) ?? 'An unnamed application',
+    publisherHost: isMetadataDocumentClient(details.params.client_id) ? new URL(details.params.client_id).host : undefined,
     redirectUri: details.params.redirect_uri ?? client?.redirectUris[0] ?? '',
     grantable: oauthScopes.filter((s) => ceiling.has(s)),
     beyondRole: oauthScopes.filter((s) => !ceiling.has(s)),
@@ -57,8 +61,13 @@ function consentBody(consent: ConsentRequest, user: UserRow, csrfToken: string):
 <strong>${label}</strong> <code>${scope}</code>${readOnly ? '' : html` <em>(changes data)</em>`}</label>
 <span class="tools">Unlocks: ${tools.join(', ')}</span></li>`;
   });
-  return html`<p><strong>${consent.clientName}</strong> wants to use the Device Lifecycle Service as <strong>${user.email}</strong>.</p>
-<div class="notice" role="note"><strong>Unverified application.</strong> This application registered itself; the service has not verified who publishes it. Allow it only if you trust it and started this connection yourself.</div>
+  const publisher = consent.publisherHost;
+  // The domain is the one checked fact about a CIMD client; its name is whatever its document says.
+  const identity = publisher
+    ? html`<div class="notice" role="note"><strong>Published by <span data-testid="client-host">${publisher}</span>.</strong> This application is identified by a document on ${publisher}; its name, "${consent.clientName}", is what that document says. Allow it only if you trust ${publisher} and started this connection yourself.</div>`
+    : html`<div class="notice" role="note"><strong>Unverified application.</strong> This application registered itself; the service has not verified who publishes it. Allow it only if you trust it and started this connection yourself.</div>`;
+  return html`<p><strong>${publisher ?? consent.clientName}</strong>${publisher ? html` (calls itself “${consent.clientName}”)` : ''} wants to use the Device Lifecycle Service as <strong>${user.email}</strong>.</p>
+${identity}
 <div class="notice" role="note"><strong>Where your data goes.</strong> Data this application reads with the permissions below is sent to <strong data-testid="redirect-host">${host}</strong> and to whatever services it uses.</div>
 <form class="card" method="post" action="/app/interaction/${consent.details.uid}">
 <input type="hidden" name="_csrf" value="${csrfToken}">
