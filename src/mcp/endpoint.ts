@@ -8,7 +8,7 @@ import {
   type JSONRPCMessage,
   type JSONRPCRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../access/principal.js';
 import type { Core } from '../core.js';
 import { AppError, ServiceUnavailable } from '../errors.js';
@@ -28,11 +28,18 @@ const SERVER_ERROR = -32000;
 const SESSION_NOT_FOUND = -32001;
 const PARSE_ERROR = -32700;
 
+/** The id of a body that is one JSON-RPC request; null for a batch, a notification or no body (JSON-RPC 2.0 §5). */
+function requestIdOf(body: unknown): string | number | null {
+  const id = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+}
+
+/** An HTTP-level refusal as a JSON-RPC error, answering the request's own id when it has one. */
 function refuse(reply: FastifyReply, status: number, message: string, code = SERVER_ERROR, data?: unknown) {
   return reply
     .status(status)
     .type('application/json')
-    .send({ jsonrpc: '2.0', id: null, error: { code, message, ...(data === undefined ? {} : { data }) } });
+    .send({ jsonrpc: '2.0', id: requestIdOf(reply.request.body), error: { code, message, ...(data === undefined ? {} : { data }) } });
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -126,6 +133,12 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
         void reply.header('retry-after', String(error.retryAfterSeconds));
         return refuse(reply, 503, error.message, SERVER_ERROR, { code: error.code });
       }
+    },
+    // A body Fastify could not read (malformed, __proto__, too large, not JSON) answers in JSON-RPC, as
+    // every other refusal of this endpoint does; anything else goes on to the app's handler.
+    errorHandler: (error: FastifyError, _request, reply) => {
+      if (!error.code?.startsWith('FST_ERR_CTP_') || (error.statusCode ?? 500) >= 500) throw error;
+      return refuse(reply, error.statusCode!, `The body could not be read as JSON-RPC: ${error.message}`, PARSE_ERROR);
     },
   });
 

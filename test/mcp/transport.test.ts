@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { mintKeyForUser, revokeKey, setUserDisabled } from '../../src/domain/admin.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
-import { connect, data, initializeBody, jsonOf, rawPost, textJson } from './support/mcp.js';
+import { connect, data, initializeBody, jsonOf, MCP_HEADERS, rawPost, textJson } from './support/mcp.js';
 
 const LIST_TOOLS = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };
 
@@ -82,6 +82,24 @@ describe.each(backends())('MCP transport: sessions, versions, headers, credentia
       expect((await jsonOf(response)).error).toMatchObject({ code: -32001 });
     });
 
+    it('answers every refusal of a single request with that request id; null only when there is none', async () => {
+      const { sessionId } = await initialize();
+      const refusals = [
+        await rawPost(s.mcpUrl, { ...LIST_TOOLS, id: 'abc-7' }, { 'x-api-key': key() }),
+        await rawPost(s.mcpUrl, { ...LIST_TOOLS, id: 41 }, { 'x-api-key': key(), 'mcp-session-id': 'not-a-session' }),
+        await rawPost(s.mcpUrl, { ...LIST_TOOLS, id: 42 }, { 'x-api-key': key(), 'mcp-session-id': sessionId, 'mcp-protocol-version': '1999-01-01' }),
+        await rawPost(s.mcpUrl, { ...LIST_TOOLS, id: 43 }, {}),
+      ];
+      expect(await Promise.all(refusals.map(async (r) => [r.status, (await jsonOf(r)).id]))).toEqual([
+        [400, 'abc-7'],
+        [404, 41],
+        [400, 42],
+        [401, 43],
+      ]);
+      const batch = await rawPost(s.mcpUrl, [LIST_TOOLS], { 'x-api-key': key(), 'mcp-session-id': 'not-a-session' });
+      expect((await jsonOf(batch)).id).toBeNull();
+    });
+
     it('ends a session on DELETE; the id then answers 404', async () => {
       const c = await connect(s.mcpUrl, key());
       const sessionId = c.transport.sessionId!;
@@ -123,6 +141,22 @@ describe.each(backends())('MCP transport: sessions, versions, headers, credentia
       const garbage = await rawPost(s.mcpUrl, { hello: 'world' }, headers);
       expect(garbage.status).toBe(400);
       expect((await jsonOf(garbage)).error.code).toBe(-32700);
+    });
+
+    it('answers a body it cannot parse in JSON-RPC too: malformed, __proto__ (found by the fuzzer), not JSON', async () => {
+      const { sessionId } = await initialize();
+      const post = (body: string, contentType = 'application/json') =>
+        fetch(s.mcpUrl, { method: 'POST', headers: { ...MCP_HEADERS, 'content-type': contentType, 'x-api-key': key(), 'mcp-session-id': sessionId }, body });
+      const cases = [
+        await post('{"jsonrpc":"2.0","id":1,'),
+        await post('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"list_orders","arguments":{"companyId":{"__proto__":"x"}}}}'),
+        await post('jsonrpc=2.0', 'application/x-www-form-urlencoded'),
+      ];
+      for (const response of cases) {
+        expect(response.status).toBeGreaterThanOrEqual(400);
+        expect(response.status).toBeLessThan(500);
+        expect(await jsonOf(response)).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+      }
     });
 
     it('answers a batch of requests with a batch of answers', async () => {
