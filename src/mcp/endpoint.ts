@@ -16,6 +16,7 @@ import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';
 import { isOAuthScope } from '../oauth/scopes.js';
 import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
+import { registerIcons } from './icons.js';
 import { createMcpMetrics } from './metrics.js';
 import { canElicit, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
@@ -117,6 +118,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   const replies = new ClientReplies();
   const metrics = createMcpMetrics(core.metrics.registry);
   registerProtectedResourceMetadata(app, core);
+  registerIcons(app);
 
   // Pending approvals would otherwise hold their streams (and the close) open until they time out.
   app.addHook('preClose', async () => replies.end());

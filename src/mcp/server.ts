@@ -21,6 +21,8 @@ import { AppError } from '../errors.js';
 import { invokeOperation, type AnyOperation } from '../operations/operation.js';
 import { packageVersion } from '../version.js';
 import { outcomeOfStatus, type McpMetrics } from './metrics.js';
+import { publicBaseUrl } from './discovery.js';
+import { icon } from './icons.js';
 import { canCall, errorResult, listTools, successResult, toAppError, toolOperation } from './tools.js';
 
 /** The protocol versions this endpoint speaks; the newest is offered to a client asking for another. */
@@ -105,11 +107,11 @@ export function createMcpServer(ctx: McpCallContext): Server {
   server.setRequestHandler(InitializeRequestSchema, (request) => ({
     protocolVersion: negotiateVersion(request.params.protocolVersion),
     capabilities: SERVER_CAPABILITIES,
-    serverInfo: SERVER_INFO,
+    serverInfo: { ...SERVER_INFO, icons: icon(publicBaseUrl(ctx.core), 'server') },
     instructions: INSTRUCTIONS,
   }));
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(ctx.principal) }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(ctx.principal, publicBaseUrl(ctx.core)) }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const op = toolOperation(request.params.name);

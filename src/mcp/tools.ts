@@ -4,6 +4,7 @@ import type { Principal } from '../access/principal.js';
 import { AppError } from '../errors.js';
 import { OPERATIONS } from '../operations/index.js';
 import type { AnyOperation } from '../operations/operation.js';
+import { icon, toolIconName } from './icons.js';
 
 /** The spec's operations are the tools; extensions stay REST/CLI only. */
 export const TOOL_OPERATIONS: readonly AnyOperation[] = OPERATIONS.filter((op) => op.origin === 'spec');
@@ -56,12 +57,13 @@ export function canCall(principal: Principal, op: AnyOperation): boolean {
  * for programs, a sentence in the description says so for the model. Listing all keeps the
  * list stable while permissions change and tells the user which permission to grant.
  */
-export function listTools(principal: Principal): Tool[] {
+export function listTools(principal: Principal, baseUrl: string): Tool[] {
   return TOOL_OPERATIONS.map((op) => {
     const tool = BASE_TOOLS.get(op.name)!;
     const available = canCall(principal, op);
     return {
       ...tool,
+      icons: icon(baseUrl, toolIconName(op)),
       ...(available ? {} : { description: `${tool.description}\n\nUnavailable to this credential: it lacks ${op.capability}.` }),
       _meta: { 'svc/capability': op.capability, 'svc/available': available },
     };

@@ -76,7 +76,28 @@ describe.each(backends())('MCP tools over the SDK client [%s]', (backend) => {
       expect(tool.title).toBeTruthy();
       expect(tool.inputSchema.type).toBe('object');
       expect(tool.outputSchema?.type).toBe('object');
-      await expect(`${JSON.stringify(tool, null, 2)}\n`).toMatchFileSnapshot(`__snapshots__/tools/${name}.json`);
+      // The icon's origin is this run's port: pinned relative to it.
+      const pinned = { ...tool, icons: tool.icons?.map((i) => ({ ...i, src: i.src.replace(s.baseUrl, '{base}') })) };
+      await expect(`${JSON.stringify(pinned, null, 2)}\n`).toMatchFileSnapshot(`__snapshots__/tools/${name}.json`);
+    });
+
+    it('gives every tool and the server a PNG icon from this origin, loadable without a credential', async () => {
+      const sources = new Set(tools.flatMap((t) => (t.icons ?? []).map((i) => i.src)));
+      const serverIcons = admin.client.getServerVersion()?.icons ?? [];
+      expect(tools.every((t) => t.icons?.length === 1 && t.icons[0]!.mimeType === 'image/png')).toBe(true);
+      expect(tools.find((t) => t.name === 'create_order')!.icons![0]!.src).toBe(`${s.baseUrl}/icons/orders.png`);
+      expect(tools.find((t) => t.name === 'whoami')!.icons![0]!.src).toBe(`${s.baseUrl}/icons/identity.png`);
+      expect(serverIcons).toEqual([{ src: `${s.baseUrl}/icons/server.png`, mimeType: 'image/png', sizes: ['48x48'] }]);
+      for (const src of [...sources, serverIcons[0]!.src]) {
+        const response = await fetch(src);
+        expect(response.status, src).toBe(200);
+        expect(response.headers.get('content-type')).toBe('image/png');
+        // The PNG signature, and a 48×48 header.
+        const png = Buffer.from(await response.arrayBuffer());
+        expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+        expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([48, 48]);
+      }
+      expect((await fetch(`${s.baseUrl}/icons/nope.png`)).status).toBe(404);
     });
 
     it('marks, without hiding, the tools a credential cannot call', async () => {
