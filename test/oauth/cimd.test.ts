@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { sql } from '../../src/store/sql.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
-import { authorizeInBrowser, FormBrowser, INSECURE } from './support.js';
+import { authorizeInBrowser, FormBrowser, INSECURE, register } from './support.js';
 
 /*
  * Client ID Metadata Documents (CIMD): a client_id that is an https URL names a JSON document the
@@ -171,7 +172,7 @@ describe('client ID metadata documents (CIMD)', () => {
     expect(documents.fetched(path)).toBe(1);
     // Nothing of a CIMD client is stored as a registration.
     const stored = await s.core.db.query<{ n: number }>(
-      (await import('../../src/store/sql.js')).sql`SELECT count(*)::int AS n FROM oauth_records WHERE kind = 'Client' AND payload->>'client_id' = ${clientId}`,
+      sql`SELECT count(*)::int AS n FROM oauth_records WHERE kind = 'Client' AND payload->>'client_id' = ${clientId}`,
     );
     expect(stored[0]!.n).toBe(0);
   });
@@ -246,12 +247,8 @@ describe('client ID metadata documents (CIMD)', () => {
   });
 
   it('registration stays the fallback for clients without a document', async () => {
-    const response = await fetch(`${s.baseUrl}/api/oauth/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'no document', redirect_uris: ['http://127.0.0.1:40111/callback'] }),
-    });
-    expect(response.status).toBe(201);
+    const registered = await register(s.baseUrl, { client_name: 'no document', redirect_uris: ['http://127.0.0.1:40111/callback'] });
+    expect(registered.status).toBe(201);
   });
 });
 

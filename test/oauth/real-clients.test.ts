@@ -3,7 +3,7 @@ import * as oauth from 'oauth4webapi';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
-import { authorizeInBrowser, FormBrowser, INSECURE } from './support.js';
+import { authorizeInBrowser, FormBrowser, INSECURE, register } from './support.js';
 
 /*
  * Each MCP client as it signs up today, from what it sends (sources cited per client): its
@@ -119,15 +119,6 @@ const CLIENTS: RecordedClient[] = [
     granted: READS,
   },
 ];
-
-async function register(baseUrl: string, body: Record<string, unknown>): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${baseUrl}/api/oauth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json() };
-}
 
 async function authorizationUrl(as: oauth.AuthorizationServer, clientId: string, recorded: RecordedClient, mcpUrl: string) {
   const verifier = oauth.generateRandomCodeVerifier();

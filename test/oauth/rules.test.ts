@@ -4,18 +4,9 @@ import { backends, startListeningApp, type ListeningTestApp } from '../helpers/h
 import { initializeBody, jsonOf, rawPost } from '../mcp/support/mcp.js';
 import { setUserDisabled } from '../../src/domain/admin.js';
 import { sql } from '../../src/store/sql.js';
-import { authorizationRequest, authorizeInBrowser, csrfOf, discoverAndRegister, exchangeCode, FormBrowser, tokenPost, type RegisteredClient } from './support.js';
+import { authorizationRequest, authorizeInBrowser, csrfOf, discoverAndRegister, exchangeCode, FormBrowser, register, tokenPost, type RegisteredClient } from './support.js';
 
 const FIVE = ['mcp:employees:read', 'mcp:employees:write', 'mcp:orders:read', 'mcp:orders:write', 'mcp:inventory:read'];
-
-async function register(baseUrl: string, metadata: Record<string, unknown>): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${baseUrl}/api/oauth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(metadata),
-  });
-  return { status: response.status, body: await response.json() };
-}
 
 describe.each(backends())('OAuth rules (%s)', (backend) => {
   let s: ListeningTestApp;

@@ -160,6 +160,16 @@ export async function exchangeCode(registered: RegisteredClient, callback: URL, 
   return oauth.processAuthorizationCodeResponse(registered.as, registered.client, response);
 }
 
+/** A raw registration POST (RFC 7591), with the metadata exactly as a client sends it. */
+export async function register(baseUrl: string, metadata: Record<string, unknown>): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${baseUrl}/api/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(metadata),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
 /** A raw token-endpoint POST, for the requests oauth4webapi refuses to build. */
 export async function tokenPost(baseUrl: string, form: Record<string, string>): Promise<{ status: number; body: any }> {
   const response = await fetch(`${baseUrl}/api/oauth/token`, {
