@@ -1,23 +1,37 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKeyInjectingProxy } from './support/key-injecting-proxy.js';
-import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
+import { freePort, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
+import { authorizeInBrowser, FormBrowser, register } from '../oauth/support.js';
 
 const run = promisify(execFile);
 const CONFORMANCE = resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js');
 // The suite imports fs.globSync (Node 22); the shim supplies it on Node 20.
 const NODE20_SHIM = resolve('test/mcp/support/node20-fs-shim.mjs');
+const conformance = (args: string[]) => [...(process.versions.node.startsWith('20.') ? ['--import', NODE20_SHIM] : []), CONFORMANCE, ...args];
 
-describe('official MCP conformance suite (server scenarios)', () => {
+/** The CLI exits non-zero on a failed check; its summary must show every check passed. */
+const ALL_PASSED = /Passed: (\d+)\/\1, 0 failed/;
+
+/*
+ * The 2025-11-25 server scenarios that apply to a tools-only server. The others exercise features
+ * this server does not offer (resources, prompts, logging, sampling, completion, resumable SSE
+ * polling) or the suite's own fixture tools (test_simple_text, test_image_content, …); the README
+ * lists them with the reason.
+ */
+const SERVER_SCENARIOS = ['server-initialize', 'server-session-lifecycle', 'ping', 'tools-list', 'dns-rebinding-protection', 'server-sse-multiple-streams'];
+
+describe('official MCP conformance suite 0.2.0-alpha.12: server scenarios, 2025-11-25', () => {
   let s: ListeningTestApp;
   let proxy: Awaited<ReturnType<typeof startKeyInjectingProxy>>;
   let outDir: string;
   beforeAll(async () => {
     s = await startListeningApp('pglite');
+    // The CLI sends no credential: a loopback proxy adds the demo admin's key.
     proxy = await startKeyInjectingProxy(s.baseUrl, s.demo.apiKeys.admin);
     outDir = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
   });
@@ -27,16 +41,55 @@ describe('official MCP conformance suite (server scenarios)', () => {
     rmSync(outDir, { recursive: true, force: true });
   });
 
-  // The applicable scenarios: the others exercise features this server does not offer (resources, prompts,
-  // logging, sampling, completion) or the suite's own fixture tools (test_simple_text, …). Suite 0.1.16 has no
-  // session-lifecycle scenario; test/mcp/transport.test.ts covers sessions.
-  it.each(['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'])('passes %s', async (scenario) => {
+  it.each(SERVER_SCENARIOS)('passes %s', async (scenario) => {
     const result = await run(
       process.execPath,
-      ['--import', NODE20_SHIM, CONFORMANCE, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, '-o', outDir],
+      conformance(['server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, '--spec-version', '2025-11-25', '-o', outDir]),
       { timeout: 120_000 },
     );
-    // The CLI exits non-zero on a failed check; the summary must show every check passed.
-    expect(result.stdout).toMatch(/Passed: (\d+)\/\1, 0 failed/);
+    expect(result.stdout).toMatch(ALL_PASSED);
   });
+});
+
+describe('official MCP conformance suite 0.2.0-alpha.12: authorization-server scenarios', () => {
+  let s: ListeningTestApp;
+  let outDir: string;
+  beforeAll(async () => {
+    s = await startListeningApp('pglite');
+    outDir = mkdtempSync(join(tmpdir(), 'mcp-conformance-as-'));
+  });
+  afterAll(async () => {
+    await s.close();
+    rmSync(outDir, { recursive: true, force: true });
+  });
+
+  // Both scenarios in one run (the grant reads the metadata the first one fetched). The suite asks for
+  // no scope: the read scopes are offered, where once the consent page was a dead end.
+  it('passes authorization-server-metadata-endpoint and authorization-code-grant, a person signing in and consenting', async () => {
+    const port = await freePort();
+    const callback = `http://127.0.0.1:${port}/callback`;
+    const client = await register(s.baseUrl, { client_name: 'MCP conformance', redirect_uris: [callback], token_endpoint_auth_method: 'none' });
+    const child = spawn(
+      process.execPath,
+      conformance(['authorization', '--url', s.baseUrl, '--client-id', client.body.client_id, '--resource', s.mcpUrl, '--port', String(port), '-o', outDir]),
+    );
+    let stdout = '';
+    const exited = new Promise<number | null>((done) => child.on('exit', done));
+    const authorizationUrl = await new Promise<string>((found, fail) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        const url = /^(http\S+\/api\/oauth\/authorize\?\S+)$/m.exec(stdout)?.[1];
+        if (url) found(url);
+      });
+      void exited.then(() => fail(new Error(`the suite ended before asking for a sign-in:\n${stdout}`)));
+    });
+    const { callback: redirect } = await authorizeInBrowser(new FormBrowser(), authorizationUrl, callback);
+    expect(redirect.searchParams.get('code')).toBeTruthy();
+    // The browser lands on the suite's callback server, which then exchanges the code.
+    await fetch(redirect).then((response) => response.arrayBuffer());
+    expect(await exited).toBe(0);
+    expect(stdout).toMatch(/✓ authorization-server-metadata-endpoint: [1-9]\d* passed, 0 failed/);
+    expect(stdout).toMatch(/✓ authorization-code-grant: [1-9]\d* passed, 0 failed/);
+    expect(stdout).toMatch(/Total: \d+ passed, 0 failed/);
+  }, 60_000);
 });
