@@ -1,10 +1,21 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { inject } from 'vitest';
 import { freePort } from './ports.js';
+
+/**
+ * Where a page test saves a screenshot: the README's docs/screenshots/ when refreshing them
+ * (UPDATE_SCREENSHOTS=1), else a temporary directory, so that a test run leaves the checkout clean.
+ */
+export function screenshotPath(name: string): string {
+  const dir = process.env.UPDATE_SCREENSHOTS === '1' ? 'docs/screenshots' : (screenshotDir ??= mkdtempSync(join(tmpdir(), 'svc-screenshots-')));
+  mkdirSync(dir, { recursive: true });
+  return join(dir, name);
+}
+let screenshotDir: string | undefined;
 
 /** Debian's chromium found by the global setup, or '' where the page tests cannot run here. */
 export const chromiumPath = () => inject('chromiumPath');

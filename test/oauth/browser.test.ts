@@ -1,11 +1,9 @@
-import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { authorizationRequest, discoverAndRegister, DEMO_PASSWORD } from './support.js';
-import { chromiumPath, launchChromium } from '../helpers/chromium.js';
+import { chromiumPath, launchChromium, screenshotPath } from '../helpers/chromium.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 
-const SCREENSHOTS = 'docs/screenshots';
 
 describe.skipIf(!chromiumPath())('a real browser on the sign-in, consent, keys and connections pages', () => {
   let s: ListeningTestApp;
@@ -16,7 +14,6 @@ describe.skipIf(!chromiumPath())('a real browser on the sign-in, consent, keys a
     s = await startListeningApp('pglite');
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
-    mkdirSync(SCREENSHOTS, { recursive: true });
   });
   afterAll(async () => {
     await browser?.close();
@@ -39,7 +36,7 @@ describe.skipIf(!chromiumPath())('a real browser on the sign-in, consent, keys a
     expect(await page.getByText('Unverified application').isVisible()).toBe(true);
     expect(await page.getByTestId('redirect-host').textContent()).toBe('127.0.0.1:53682');
     expect(await page.getByText('Unlocks: list_orders').isVisible()).toBe(true);
-    await page.screenshot({ path: `${SCREENSHOTS}/consent-screen.png`, fullPage: true });
+    await page.screenshot({ path: screenshotPath('consent-screen.png'), fullPage: true });
 
     // Read-only: reads ticked, writes not.
     await page.getByRole('checkbox', { name: /Read orders/ }).check();
@@ -61,7 +58,7 @@ describe.skipIf(!chromiumPath())('a real browser on the sign-in, consent, keys a
     await page.getByRole('button', { name: 'Mint key' }).click();
     const rawKey = await page.getByTestId('raw-key').textContent();
     expect(rawKey).toMatch(/^svc_sk_[0-9a-z]{8}_[A-Za-z0-9_-]{43}$/);
-    await page.screenshot({ path: `${SCREENSHOTS}/api-keys.png`, fullPage: true });
+    await page.screenshot({ path: screenshotPath('api-keys.png'), fullPage: true });
     expect(await page.getByRole('row', { name: /Reporting export/ }).getByText('mcp:inventory:read').isVisible()).toBe(true);
 
     await page.goto(`${s.baseUrl}/app/developers/api-keys`);

@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { DEMO_PASSWORD } from '../../src/domain/demo.js';
 import type { MigrationReport } from '../../src/gateway/migration-report.js';
-import { chromiumPath, startDemoInBrowser, type DemoInBrowser } from '../helpers/chromium.js';
+import { chromiumPath, startDemoInBrowser, type DemoInBrowser, screenshotPath } from '../helpers/chromium.js';
 
-const SCREENSHOTS = 'docs/screenshots';
 const DAY_MS = 86_400_000;
 
 /**
@@ -23,7 +21,6 @@ describe.skipIf(!chromiumPath())('the migration dashboard in a real browser, wit
   beforeAll(async () => {
     demo = await startDemoInBrowser({ width: 1000, height: 900 });
     ({ dataDir, baseUrl, page } = demo);
-    mkdirSync(SCREENSHOTS, { recursive: true });
   });
   afterAll(async () => demo?.close());
 
@@ -83,6 +80,6 @@ describe.skipIf(!chromiumPath())('the migration dashboard in a real browser, wit
 
     const daysLeft = Math.max(0, Math.ceil((Date.parse(after.sunset.at) - Date.now()) / DAY_MS));
     expect(await page.getByTestId('days-to-sunset').textContent()).toBe(String(daysLeft));
-    await page.screenshot({ path: `${SCREENSHOTS}/migration-dashboard.png`, fullPage: true });
+    await page.screenshot({ path: screenshotPath('migration-dashboard.png'), fullPage: true });
   });
 });

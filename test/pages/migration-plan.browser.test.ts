@@ -1,10 +1,8 @@
-import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { DEMO_PASSWORD } from '../../src/domain/demo.js';
-import { chromiumPath, startDemoInBrowser, type DemoInBrowser } from '../helpers/chromium.js';
+import { chromiumPath, startDemoInBrowser, type DemoInBrowser, screenshotPath } from '../helpers/chromium.js';
 
-const SCREENSHOTS = 'docs/screenshots';
 const FULL_KEY = 'Demo v2 integration (full)';
 
 /**
@@ -19,7 +17,6 @@ describe.skipIf(!chromiumPath())('the migration guide and a key’s plan, opened
   beforeAll(async () => {
     demo = await startDemoInBrowser({ width: 1100, height: 900 });
     ({ baseUrl, page } = demo);
-    mkdirSync(SCREENSHOTS, { recursive: true });
 
     await page.goto(`${baseUrl}/app/migration`);
     await page.getByLabel('Email').fill('admin@demo.example');
@@ -41,7 +38,7 @@ describe.skipIf(!chromiumPath())('the migration guide and a key’s plan, opened
     expect(await page.locator('#get-catalogs').textContent()).toContain('No v4 successor');
     // The whole guide is long: the shot shows its table of every endpoint.
     await page.locator('#endpoints').evaluate((table) => table.scrollIntoView());
-    await page.screenshot({ path: `${SCREENSHOTS}/migration-guide.png` });
+    await page.screenshot({ path: screenshotPath('migration-guide.png') });
   });
 
   it('follows a key’s link to its migration plan: endpoints by volume, what stays on v2, the checklist', async () => {
@@ -63,6 +60,6 @@ describe.skipIf(!chromiumPath())('the migration guide and a key’s plan, opened
     // The guide link of the busiest endpoint opens its section.
     const first = page.locator('#plan-endpoints tbody tr').first().getByRole('link');
     expect(await first.getAttribute('href')).toMatch(/^\/docs\/migration#[a-z0-9-]+$/);
-    await page.screenshot({ path: `${SCREENSHOTS}/migration-plan.png`, fullPage: true });
+    await page.screenshot({ path: screenshotPath('migration-plan.png'), fullPage: true });
   });
 });
