@@ -90,6 +90,29 @@ export async function openMcpSession(
   };
 }
 
+/** A 2026-07-28 tools/call as a conforming client sends it: no session, the `_meta` envelope and the routing headers. */
+export function modernToolCall(
+  key: Record<string, string>,
+  call: { name: string; arguments: Record<string, unknown> },
+): { callHeaders: Record<string, string>; body: string } {
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': {},
+    'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1.0.0' },
+  };
+  return {
+    callHeaders: {
+      ...key,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': call.name,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { ...call, _meta: envelope } }),
+  };
+}
+
 export interface Measurement {
   requestsPerSecond: number;
   p50: number;

@@ -1,9 +1,10 @@
-import { measure, openMcpSession, startBenchServer, benchEachBackend, type Backend } from './lib.js';
+import { measure, modernToolCall, openMcpSession, startBenchServer, benchEachBackend, type Backend } from './lib.js';
 
 /*
- * The cost of the MCP layer: tools/call get_employee in an open session (JSON-RPC over
- * Streamable HTTP, a fresh SDK server and transport per request, the session checked in the
- * store, the key re-authenticated) against REST GET /v4/employees/{id}, same server, same run.
+ * The cost of the MCP layer, per protocol revision: tools/call get_employee in an open 2025-11-25
+ * session (SDK v1: the session checked in the store) and as a sessionless 2026-07-28 request
+ * (SDK v2: the envelope and headers validated), each with a fresh SDK server per request and the
+ * key re-authenticated, against REST GET /v4/employees/{id}, same server, same run.
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -14,27 +15,36 @@ async function run(backend: Backend) {
     const id = demo.employees.dana;
     const key = { 'x-api-key': demo.apiKeys.admin };
     const mcpUrl = `${server.baseUrl}/mcp`;
-    const { callHeaders, body } = await openMcpSession(mcpUrl, key, { name: 'get_employee', arguments: { id } });
+    const call = { name: 'get_employee', arguments: { id } };
+    const eras = [
+      ['2025-11-25 (session open)', await openMcpSession(mcpUrl, key, call)],
+      ['2026-07-28 (no session)', modernToolCall(key, call)],
+    ] as const;
 
-    // The call must answer the employee, not an error result, before its speed means anything.
-    const probe = (await (await fetch(mcpUrl, { method: 'POST', headers: callHeaders, body })).json()) as {
-      result?: { isError?: boolean; structuredContent?: { id?: string } };
-    };
-    if (probe.result?.isError || probe.result?.structuredContent?.id !== id) throw new Error(`get_employee answered ${JSON.stringify(probe)}`);
+    // Each call must answer the employee, not an error result, before its speed means anything.
+    for (const [era, { callHeaders, body }] of eras) {
+      const probe = (await (await fetch(mcpUrl, { method: 'POST', headers: callHeaders, body })).json()) as {
+        result?: { isError?: boolean; structuredContent?: { id?: string } };
+      };
+      if (probe.result?.isError || probe.result?.structuredContent?.id !== id) throw new Error(`${era}: get_employee answered ${JSON.stringify(probe)}`);
+    }
 
     const rest = await measure(`${server.baseUrl}/v4/employees/${id}`, key, SECONDS);
-    const mcp = await measure(mcpUrl, callHeaders, SECONDS, 10, { body });
-    return [
-      [backend, 'REST GET /v4/employees/{id}', rest.requestsPerSecond, rest.p50, rest.p99, rest.errors],
-      [backend, 'MCP tools/call get_employee (session open)', mcp.requestsPerSecond, mcp.p50, mcp.p99, mcp.errors],
-      [backend, 'ratio MCP ÷ REST', (mcp.requestsPerSecond / rest.requestsPerSecond).toFixed(2), '', '', ''],
-    ];
+    const rows: (string | number)[][] = [[backend, 'REST GET /v4/employees/{id}', rest.requestsPerSecond, rest.p50, rest.p99, rest.errors]];
+    for (const [era, { callHeaders, body }] of eras) {
+      const mcp = await measure(mcpUrl, callHeaders, SECONDS, 10, { body });
+      rows.push(
+        [backend, `MCP ${era} tools/call get_employee`, mcp.requestsPerSecond, mcp.p50, mcp.p99, mcp.errors],
+        [backend, `ratio MCP ${era.split(' ')[0]} ÷ REST`, (mcp.requestsPerSecond / rest.requestsPerSecond).toFixed(2), '', '', ''],
+      );
+    }
+    return rows;
   } finally {
     await server.close();
   }
 }
 
 await benchEachBackend('mcp', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
-    `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback, one server per store; the MCP row reuses one session (every request still re-authenticates the key and checks the session).`,
-    'Target (issue 5): tools/call get_employee at ≥ 0.6× the REST throughput, in the same run.',
+    `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback, one server per store; the 2025-11-25 rows reuse one session (every request still re-authenticates the key and checks the session), the 2026-07-28 rows carry everything in each request.`,
+    'Target (issues 5 and 13): tools/call get_employee at ≥ 0.6× the REST throughput under each protocol revision, in the same run.',
   ]);

@@ -18,7 +18,9 @@ import { isOAuthScope } from '../oauth/scopes.js';
 import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { registerIcons } from './icons.js';
 import { createMcpMetrics } from './metrics.js';
-import { canElicit, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
+import { createModernLeg, isModernRequest, MODERN_PROTOCOL_VERSIONS } from './modern.js';
+import { createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
+import { canElicit } from './tool-calls.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
 import { canCall, toolOperation } from './tools.js';
 
@@ -120,8 +122,13 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   registerProtectedResourceMetadata(app, core);
   registerIcons(app);
 
+  const modern = createModernLeg(core, metrics);
+
   // Pending approvals would otherwise hold their streams (and the close) open until they time out.
-  app.addHook('preClose', async () => replies.end());
+  app.addHook('preClose', async () => {
+    replies.end();
+    await modern.close();
+  });
 
   app.route({
     method: ['GET', 'POST', 'DELETE'],
@@ -162,8 +169,13 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       return refuse(reply.header('allow', 'POST, DELETE'), 405, 'This server offers no GET stream; POST JSON-RPC messages');
     }
     const protocolVersion = header(request, 'mcp-protocol-version');
+    if (request.method === 'POST' && isModernRequest(request)) return postModern(request, reply, principal);
+    if (protocolVersion !== undefined && (MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
+      return refuse(reply.header('allow', 'POST'), 405, `The ${protocolVersion} revision has no sessions: POST each request with its _meta`);
+    }
     if (protocolVersion !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
-      return refuse(reply, 400, `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${PROTOCOL_VERSIONS.join(', ')}`);
+      // Deliberately not the 2026-07-28 error (-32022): a dual-era client falls back to initialize on this one.
+      return refuse(reply, 400, `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${[...MODERN_PROTOCOL_VERSIONS, ...PROTOCOL_VERSIONS].join(', ')}`);
     }
     if (request.method === 'DELETE') {
       const session = await boundSession(request, reply, principal);
@@ -173,6 +185,14 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       return reply.status(204).send();
     }
     return post(request, reply, principal);
+  }
+
+  /** A 2026-07-28 request: no session; the scope check is ours, everything else the modern leg's. */
+  async function postModern(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<FastifyReply> {
+    // Only an OAuth grant can be stepped up; an API key's call needs no second parse of the body.
+    const parsed = principal.credential.kind === 'oauth' ? parseBody(request.body) : undefined;
+    if (parsed && refusedForScope(reply, principal, parsed.requests)) return reply;
+    return modern.serve(request, reply, principal);
   }
 
   /** The session the request names, if it exists and belongs to this principal; otherwise the refusal is sent. */
@@ -226,30 +246,30 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
         }
         return reply.status(202).send();
       }
-      const scope = principal.credential.kind === 'oauth' ? missingScope(principal, requests) : undefined;
-      if (scope !== undefined && principal.credential.kind === 'oauth') {
-        for (const r of requests) if (r.method === 'tools/call') metrics.recordToolCall(String(r.params?.name), 'insufficient_scope');
-        const wanted = [...new Set([...principal.credential.scopes, scope])];
-        void reply.header('www-authenticate', bearerChallenge(core, { error: 'insufficient_scope', scope: wanted }));
-        return refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, {
-          code: 'insufficient_scope',
-        });
-      }
+      if (refusedForScope(reply, principal, requests)) return reply;
     }
     return serve(request, reply, { principal, session, messages, requests, created: initialize !== undefined });
+  }
+
+  /**
+   * An OAuth connection calling a tool its grant lacks is refused at the HTTP level with a step-up
+   * challenge (true when the refusal was sent); API keys get an ordinary tool error instead.
+   */
+  function refusedForScope(reply: FastifyReply, principal: Principal, requests: JSONRPCRequest[]): boolean {
+    if (principal.credential.kind !== 'oauth') return false;
+    const scope = missingScope(principal, requests);
+    if (scope === undefined) return false;
+    for (const r of requests) if (r.method === 'tools/call') metrics.recordToolCall(String(r.params?.name), 'insufficient_scope');
+    const wanted = [...new Set([...principal.credential.scopes, scope])];
+    void reply.header('www-authenticate', bearerChallenge(core, { error: 'insufficient_scope', scope: wanted }));
+    void refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, { code: 'insufficient_scope' });
+    return true;
   }
 
   /** Hands the request to a fresh SDK server and transport; the session itself is ours. */
   async function serve(request: FastifyRequest, reply: FastifyReply, call: ServedCall) {
     const { principal, session, messages, requests, created } = call;
-    const server = createMcpServer({
-      core,
-      principal,
-      requestId: request.id,
-      clientCapabilities: session.clientCapabilities,
-      metrics,
-      log: request.log,
-    });
+    const server = createMcpServer({ core, principal, requestId: request.id, metrics, log: request.log }, session.clientCapabilities);
     reply.hijack();
     // Hooks set their headers on the reply, which a hijacked reply no longer sends.
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/server';
 import type { Principal } from '../access/principal.js';
 import { AppError } from '../errors.js';
 import { OPERATIONS } from '../operations/index.js';
@@ -70,14 +70,22 @@ export function listTools(principal: Principal, baseUrl: string): Tool[] {
   });
 }
 
+/** A tool result in the form both SDK generations accept (v2 widens structuredContent to any JSON value). */
+export interface ToolResult {
+  [key: string]: unknown;
+  content: { type: 'text'; text: string }[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
 /** A success: the data as structuredContent and as the JSON text block older clients read. */
-export function successResult(data: unknown): CallToolResult {
+export function successResult(data: unknown): ToolResult {
   // Operation outputs are JSON values already (REST serializes the same object).
   return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data as Record<string, unknown> };
 }
 
 /** A failure with the code and message REST would answer, so agents and integrations see one vocabulary. */
-export function errorResult(error: AppError): CallToolResult {
+export function errorResult(error: AppError): ToolResult {
   const body = { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) };
   return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: body }) }] };
 }

@@ -58,6 +58,12 @@ export class MemorySharedState implements SharedState {
     this.entries.set(key, { value, expiresAt: this.clock() + ttlSeconds * 1000 });
   }
 
+  async claim(key: string, ttlSeconds: number): Promise<boolean> {
+    if (this.live(key)) return false;
+    await this.set(key, '1', ttlSeconds);
+    return true;
+  }
+
   async touch(key: string, ttlSeconds: number): Promise<boolean> {
     const entry = this.live(key);
     if (entry) entry.expiresAt = this.clock() + ttlSeconds * 1000;

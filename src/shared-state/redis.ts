@@ -111,6 +111,10 @@ export class RedisSharedState implements SharedState {
     await this.command(() => this.redis.set(`kv:${key}`, value, 'EX', ttlSeconds));
   }
 
+  async claim(key: string, ttlSeconds: number): Promise<boolean> {
+    return (await this.command(() => this.redis.set(`kv:${key}`, '1', 'EX', ttlSeconds, 'NX'))) === 'OK';
+  }
+
   async touch(key: string, ttlSeconds: number): Promise<boolean> {
     return (await this.command(() => this.redis.expire(`kv:${key}`, ttlSeconds))) === 1;
   }

@@ -33,6 +33,8 @@ export interface SharedState {
   get(key: string): Promise<string | undefined>;
   /** Stores `value` under `key` for `ttlSeconds`. Throws SharedStateUnavailable. */
   set(key: string, value: string, ttlSeconds: number): Promise<void>;
+  /** Stores `key` for `ttlSeconds` unless it exists: true for the one caller that created it. Throws SharedStateUnavailable. */
+  claim(key: string, ttlSeconds: number): Promise<boolean>;
   /** Extends the life of `key` to `ttlSeconds` from now; false when it no longer exists. Throws SharedStateUnavailable. */
   touch(key: string, ttlSeconds: number): Promise<boolean>;
   /** Throws SharedStateUnavailable. */

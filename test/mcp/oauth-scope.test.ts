@@ -84,6 +84,30 @@ describe('MCP with an OAuth access token', () => {
     expect(JSON.parse(result.content[0].text)).toMatchObject({ error: { code: 'missing_capability' } });
   });
 
+  it('steps up a 2026-07-28 request the same way, before the revision is served', async () => {
+    const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const call = (name: string) =>
+      fetch(s.mcpUrl, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': name,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'modern-1', method: 'tools/call', params: { name, arguments: {}, _meta: envelope } }),
+      });
+    const denied = await call('search_inventory');
+    expect(denied.status).toBe(403);
+    expect(denied.headers.get('www-authenticate')).toContain('scope="mcp:employees:read mcp:orders:read mcp:inventory:read"');
+    expect(await jsonOf(denied)).toMatchObject({ id: 'modern-1', error: { data: { code: 'insufficient_scope' } } });
+    const allowed = await call('whoami');
+    expect(allowed.status).toBe(200);
+    expect((await jsonOf(allowed)).result.structuredContent.credential).toMatchObject({ kind: 'oauth' });
+  });
+
   it('answers an invalid or revoked token with 401 invalid_token', async () => {
     const response = await fetch(s.mcpUrl, {
       method: 'POST',

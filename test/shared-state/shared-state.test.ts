@@ -83,6 +83,14 @@ describe.each(sharedStateKinds())('shared state: %s', (kind) => {
     await state.delete('session-1');
     expect(await state.get('session-1')).toBeUndefined();
   });
+
+  it('lets exactly one of many concurrent claims of a key win, until it expires', async () => {
+    const claims = await Promise.all(Array.from({ length: 20 }, () => state.claim('approval-nonce', 1)));
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    expect(await state.claim('approval-nonce', 1)).toBe(false);
+    await sleep(1100);
+    expect(await state.claim('approval-nonce', 1)).toBe(true);
+  });
 });
 
 describe.skipIf(!redisUrl())('shared state: two Redis clients (two instances)', () => {
@@ -105,6 +113,8 @@ describe.skipIf(!redisUrl())('shared state: two Redis clients (two instances)', 
 
     await a.set('mcp-session', 'state', 60);
     expect(await b.get('mcp-session')).toBe('state');
+    expect(await a.claim('used-once', 60)).toBe(true);
+    expect(await b.claim('used-once', 60)).toBe(false);
     expect(await keysUnder(redisUrl(), prefix)).toEqual(expect.arrayContaining([`${prefix}rl:${bucket}`, `${prefix}kv:mcp-session`]));
   });
 });

@@ -1,0 +1,196 @@
+import { createHash, createHmac, randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  classifyInboundRequest,
+  createMcpHandler,
+  createRequestStateCodec,
+  inputRequired,
+  inputResponse,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type AuthInfo,
+  type InputRequiredResult,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
+import type { Principal } from '../access/principal.js';
+import type { Core } from '../core.js';
+import { AppError } from '../errors.js';
+import type { AnyOperation } from '../operations/operation.js';
+import { publicBaseUrl } from './discovery.js';
+import type { McpMetrics } from './metrics.js';
+import { principalBinding } from './sessions.js';
+import { approvalRequest, asksApproval, declinedResult, refusalOf, runTool, serverIdentity, type McpCallContext } from './tool-calls.js';
+import { errorResult, listTools, toolOperation, type ToolResult } from './tools.js';
+
+/*
+ * The 2026-07-28 revision on SDK v2: no initialize and no session; every request carries its
+ * protocol version and the client's capabilities in `_meta`, clients learn about the server from
+ * server/discover, and a write asks for approval by returning an input-required result that the
+ * client answers in a retry of the same call (multi round-trip requests, MRTR). The SDK answers
+ * the envelope, discover, version and header errors; authentication, Origin and scope checks
+ * stay ours and run before it (endpoint.ts).
+ */
+
+export const MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Whether the SDK's classification sends this request to the modern leg: it carries the `_meta`
+ * claim, or is a modern-era refusal (a header naming 2026-07-28 without the envelope, a mismatch).
+ * Everything else (initialize, 2025 sessions, posted replies) and bodies that are not JSON-RPC at
+ * all stay on the 2025 endpoint, whose answers every client understands.
+ */
+export function isModernRequest(request: FastifyRequest): boolean {
+  const outcome = classifyInboundRequest({
+    httpMethod: request.method,
+    body: request.body,
+    protocolVersionHeader: header(request, 'mcp-protocol-version'),
+    mcpMethodHeader: header(request, 'mcp-method'),
+    mcpNameHeader: header(request, 'mcp-name'),
+  });
+  return outcome.kind === 'modern' || (outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape');
+}
+
+const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'];
+
+/** What tools/list and server/discover may be cached for (SEP-2549); the list's `_meta` varies per credential. */
+const CACHE_HINTS = {
+  'server/discover': { ttlMs: 60 * 60 * 1000, cacheScope: 'public' as const },
+  'tools/list': { ttlMs: 5 * 60 * 1000, cacheScope: 'private' as const },
+};
+
+/** An approval answered later than this is refused: the call has to be made again. */
+const APPROVAL_STATE_TTL_SECONDS = 5 * 60;
+
+/** What an approval's requestState carries: which call it approves, and a nonce that makes it single-use. */
+interface ApprovalState {
+  nonce: string;
+  call: string;
+}
+
+/** The call an approval belongs to: the tool and its arguments, canonically (key order does not matter). */
+function callDigest(op: AnyOperation, input: unknown): string {
+  const canonical = JSON.stringify(input, (_key, value: unknown) =>
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : value,
+  );
+  return createHash('sha256').update(op.name).update('\0').update(canonical ?? '').digest('base64url');
+}
+
+interface ModernRequestInfo extends Record<string, unknown> {
+  principal: Principal;
+  requestId: string;
+  log: FastifyBaseLogger;
+}
+
+function requestInfoOf(authInfo: AuthInfo | undefined): ModernRequestInfo {
+  const info = authInfo?.extra as ModernRequestInfo | undefined;
+  if (!info) throw new Error('modern MCP request served without its principal');
+  return info;
+}
+
+// One validator for every per-request server, as in the 2025 leg: compiling one per request would dominate the call.
+const SHARED_VALIDATOR = new AjvJsonSchemaValidator();
+
+export interface ModernLeg {
+  serve(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<FastifyReply>;
+  close(): Promise<void>;
+}
+
+export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
+  // Signed, bound to the principal, and expiring: a state minted for one user's call cannot approve another's.
+  const approvals = createRequestStateCodec<ApprovalState>({
+    key: createHmac('sha256', core.secretKey).update('mcp-request-state').digest(),
+    ttlSeconds: APPROVAL_STATE_TTL_SECONDS,
+    bind: (ctx) => principalBinding(requestInfoOf(ctx.http?.authInfo).principal),
+  });
+
+  function createServer(ctx: McpCallContext): Server {
+    const { serverInfo, ...offer } = serverIdentity(core);
+    const server = new Server(serverInfo, {
+      ...offer,
+      cacheHints: CACHE_HINTS,
+      requestState: { verify: approvals.verify },
+      jsonSchemaValidator: SHARED_VALIDATOR,
+    });
+    server.setRequestHandler('tools/list', () => ({ tools: listTools(ctx.principal, publicBaseUrl(core)) }));
+    server.setRequestHandler('tools/call', async (request, callCtx): Promise<ToolResult | InputRequiredResult> => {
+      const op = toolOperation(request.params.name);
+      if (!op) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+      const input: unknown = request.params.arguments ?? {};
+      if (asksApproval(ctx, op, input, server.getClientCapabilities())) {
+        const pending = await approve(ctx, op, input, callCtx);
+        if (pending !== undefined) return pending;
+      }
+      return runTool(ctx, op, input);
+    });
+    return server;
+  }
+
+  /**
+   * Undefined when the user approved this very call; otherwise the answer to send instead: the
+   * question (input required), or why nothing ran. An approval is used once: its nonce is claimed
+   * in the shared state, so a replayed retry cannot repeat the write on any instance.
+   */
+  async function approve(
+    ctx: McpCallContext,
+    op: AnyOperation,
+    input: unknown,
+    callCtx: ServerContext,
+  ): Promise<ToolResult | InputRequiredResult | undefined> {
+    const call = callDigest(op, input);
+    const state = callCtx.mcpReq.requestState<ApprovalState>();
+    if (state !== undefined && state.call !== call) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'requestState belongs to another call: send the arguments it was issued for');
+    }
+    const answer = inputResponse(callCtx.mcpReq.inputResponses, 'approval');
+    if (state === undefined || answer.kind !== 'elicit') {
+      const requestState = await approvals.mint(state ?? { nonce: randomUUID(), call }, callCtx);
+      return inputRequired({ inputRequests: { approval: inputRequired.elicit(approvalRequest(op, input)) }, requestState });
+    }
+    if (!(await core.shared.claim(`mcp-approval:${state.nonce}`, APPROVAL_STATE_TTL_SECONDS))) {
+      ctx.metrics.recordToolCall(op.name, 'conflict');
+      return errorResult(new AppError(409, 'approval_used', `This approval of ${op.name} was already used; call the tool again to ask anew`));
+    }
+    const refusal = refusalOf(answer);
+    return refusal === undefined ? undefined : declinedResult(ctx, op, refusal);
+  }
+
+  const handler = createMcpHandler(({ authInfo }) => createServer(callContextOf(authInfo)), {
+    legacy: 'reject',
+    onerror: (error) => core.logger.debug({ err: error }, 'MCP 2026-07-28 request refused'),
+  });
+
+  function callContextOf(authInfo: AuthInfo | undefined): McpCallContext {
+    const { principal, requestId, log } = requestInfoOf(authInfo);
+    return { core, principal, requestId, metrics, log };
+  }
+
+  return {
+    async serve(request, reply, principal) {
+      // The SDK reads only the media type and its own routing headers; copying the rest would cost every call.
+      const headers = new Headers();
+      for (const name of FORWARDED_HEADERS) {
+        const value = header(request, name);
+        if (value !== undefined) headers.set(name, value);
+      }
+      const webRequest = new Request(`http://localhost${request.url}`, { method: 'POST', headers });
+      const extra: ModernRequestInfo = { principal, requestId: request.id, log: request.log };
+      const response = await handler.fetch(webRequest, {
+        authInfo: { token: '', clientId: principalBinding(principal), scopes: [], extra },
+        parsedBody: request.body,
+      });
+      void reply.status(response.status);
+      response.headers.forEach((value, name) => void reply.header(name, value));
+      return reply.send(response.body === null ? undefined : await response.text());
+    },
+    close: () => handler.close(),
+  };
+}
