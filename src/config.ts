@@ -63,6 +63,8 @@ export const ConfigSchema = z.object({
    */
   oauthRegistrationsPerMinute: z.coerce.number().int().min(1).max(100_000).default(120),
   oauthRegistrationsPerDay: z.coerce.number().int().min(1).max(10_000_000).default(2000),
+  /** MCP sessions one principal (user + credential) may open per hour; with the idle TTL this bounds its live sessions. */
+  mcpSessionsPerHour: z.coerce.number().int().min(1).max(1_000_000).default(120),
   /** Lifetime of a sign-in to the application pages, in seconds. */
   sessionTtl: z.coerce.number().int().min(300).max(2_592_000).default(43_200),
   /** Redis shared by every instance (rate limits, MCP sessions); unset = kept in this process. */
@@ -113,6 +115,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   oauthRefreshGraceSeconds: 'OAUTH_REFRESH_GRACE_SECONDS',
   oauthRegistrationsPerMinute: 'OAUTH_REGISTRATIONS_PER_MINUTE',
   oauthRegistrationsPerDay: 'OAUTH_REGISTRATIONS_PER_DAY',
+  mcpSessionsPerHour: 'MCP_SESSIONS_PER_HOUR',
   sessionTtl: 'SESSION_TTL',
   redisUrl: 'REDIS_URL',
   redisKeyPrefix: 'REDIS_KEY_PREFIX',

@@ -40,11 +40,12 @@ export const unprocessable = (code: string, message: string, details?: unknown) 
   new AppError(422, code, message, details);
 
 /** v2 field names that v4 renamed or moved: a strict-schema rejection names the successor. */
-const LEGACY_FIELD_HINTS: Record<string, string> = {
-  secondaryEmail: 'renamed to personalEmail in v4',
-  teamId: 'replaced by teamName in v4; teams are addressed by name',
-  deliveryAddress: 'the delivery address is a set of fields on the employee in v4 (addressOne, city, zipCode, country, …)',
-};
+// A Map, not an object literal: a key such as `constructor` must not find Object's own properties.
+const LEGACY_FIELD_HINTS: ReadonlyMap<string, string> = new Map([
+  ['secondaryEmail', 'renamed to personalEmail in v4'],
+  ['teamId', 'replaced by teamName in v4; teams are addressed by name'],
+  ['deliveryAddress', 'the delivery address is a set of fields on the employee in v4 (addressOne, city, zipCode, country, …)'],
+]);
 
 /** Turns zod issues into field problems that name the field and the rule. */
 export function validationError(error: z.ZodError, where = 'request'): AppError {
@@ -54,7 +55,7 @@ export function validationError(error: z.ZodError, where = 'request'): AppError 
       const base = issue.path.join('.');
       for (const key of issue.keys) {
         const field = base ? `${base}.${key}` : key;
-        const hint = LEGACY_FIELD_HINTS[key];
+        const hint = LEGACY_FIELD_HINTS.get(key);
         details.push({ field, rule: 'unknown_field', message: hint ? `unknown field: ${hint}` : 'unknown field' });
       }
       continue;

@@ -62,8 +62,10 @@ function registerShadowReport(app: FastifyInstance, core: Core, upstreamUrl: str
       throw upstreamFailure(core, error, { kind: 'v4', name: 'The v4 core', call: 'GET /v4/me', timeoutMs });
     }
     if (me.status !== 200) return reply.status(me.status).type(me.contentType ?? 'application/json').send(me.text);
-    const { user, companies } = (JSON.parse(me.text) as { data: { user: { role: string }; companies: { id: string }[] } }).data;
-    const data = shadowReportFor(core, { role: user.role, companyIds: companies.map((c) => c.id) });
+    const { user, companies, capabilities } = (
+      JSON.parse(me.text) as { data: { user: { role: string }; companies: { id: string }[]; capabilities: string[] } }
+    ).data;
+    const data = shadowReportFor(core, { role: user.role, companyIds: companies.map((c) => c.id), capabilities: new Set(capabilities) });
     return { ok: true, data, meta: { requestId: request.id } };
   });
 }

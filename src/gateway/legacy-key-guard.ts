@@ -13,8 +13,22 @@ const V4_SURFACES: ReadonlyArray<[prefix: string, surface: LegacyKeySurface]> = 
   ['/api/oauth', 'oauth'],
 ];
 
-function surfaceOf(url: string): LegacyKeySurface | undefined {
-  const path = url.split('?')[0]!;
+/** The path as the router read it: percent-decoded (`/%764` is `/v4`); undefined when it cannot be decoded. */
+function decodedPath(url: string): string | undefined {
+  try {
+    return decodeURIComponent(url.split('?')[0]!);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The surface a request reaches: the matched route's pattern when there is one, so any spelling the
+ * router accepts counts where it lands; else the decoded path (an unknown route under /v4 is still v4).
+ */
+function surfaceOf(request: FastifyRequest): LegacyKeySurface | undefined {
+  const path = request.routeOptions.url ?? decodedPath(request.url);
+  if (path === undefined) return undefined;
   return V4_SURFACES.find(([prefix]) => path === prefix || path.startsWith(`${prefix}/`))?.[1];
 }
 
@@ -27,7 +41,7 @@ export function refuseLegacyKeysOnV4(core: Core) {
     const key = request.headers['x-api-key'];
     const values = Array.isArray(key) ? key : key === undefined ? [] : [key];
     if (!values.some((value) => value.trim() !== '' && !value.trim().startsWith(API_KEY_PREFIX))) return;
-    const surface = surfaceOf(request.url);
+    const surface = surfaceOf(request);
     if (!surface) return;
     core.metrics.gateway.recordLegacyKeyRejected(surface);
     // Every 401 of the MCP endpoint points to the protected-resource metadata (spec, Errors), this one too.

@@ -70,9 +70,12 @@ export function generateLegacyKey(): string {
   return `${LEGACY_KEY_PREFIX}${randomBytes(30).toString('base64url')}`;
 }
 
-/** At most a quarter of the key and never more than 12 characters, so short imported keys stay secret. */
-function keyHint(rawKey: string): string {
-  return `${rawKey.slice(0, Math.min(12, Math.floor(rawKey.length / 4)))}…`;
+/**
+ * Enough to tell keys apart, never enough to guess one: at most an eighth of the key and 8
+ * characters, so an imported key of 16 characters shows 2 and one under 8 shows none.
+ */
+export function keyHint(rawKey: string): string {
+  return `${rawKey.slice(0, Math.min(8, Math.floor(rawKey.length / 8)))}…`;
 }
 
 /** Known scopes are those of the maps, with or without a v4 successor (wildcards such as api.organization.* included). */

@@ -1,8 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_KEY_PREFIX, hashSecret } from '../access/api-keys.js';
 import type { Core } from '../core.js';
-import { AppError, forbidden, ServiceUnavailable, unauthorized } from '../errors.js';
+import { AppError, badRequest, forbidden, ServiceUnavailable, unauthorized } from '../errors.js';
 import { restInput } from '../http/rest.js';
+import { toAppError } from '../http/errors.js';
 import { callUpstream } from '../http/upstream.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { operationByName } from '../operations/index.js';
@@ -27,14 +28,6 @@ type V4Route = Extract<Route, { kind: 'v4' }>;
 export function v2ErrorBody(error: AppError) {
   const { status, code, message, details } = error;
   return { error: { status, code, message, ...(details === undefined ? {} : { details }) } };
-}
-
-/** Framework errors (bad JSON, body too large) are the client's; anything else is ours. */
-function asAppError(error: FastifyError | Error): AppError {
-  if (error instanceof AppError) return error;
-  const status = (error as FastifyError).statusCode;
-  if (status !== undefined && status >= 400 && status < 500) return new AppError(status, 'invalid_request', error.message);
-  return new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
 }
 
 /** With a legacy upstream configured, a 501 is the legacy service's own failure, not the gateway's documented answer. */
@@ -129,16 +122,37 @@ function noSuccessor(core: Core, route: Route): AppError {
   );
 }
 
-/** The same call (path and query) on the legacy v2 API; undefined when LEGACY_V2_UPSTREAM is not set. */
-function legacyV2Url(core: Core, request: FastifyRequest): string | undefined {
+/**
+ * A path parameter that would change which path it sits in: `.` or `..` (a URL parser resolves them,
+ * so `/orders/%2e%2e` would reach `/`) or a slash, decoded by the router from `%2F` or `%5C`.
+ */
+function checkPathParams(params: Record<string, string>): void {
+  const details = Object.entries(params)
+    .filter(([, value]) => value === '.' || value === '..' || /[/\\]/.test(value))
+    .map(([field]) => ({ field, rule: 'path_segment', message: 'must be one path segment: not "." or "..", and without / or \\' }));
+  if (details.length > 0) {
+    throw badRequest('validation_failed', `Invalid path: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
+  }
+}
+
+/**
+ * The same call on the legacy v2 API, undefined when LEGACY_V2_UPSTREAM is not set: the matched
+ * route's own path with its parameters encoded, and the query as sent. Never the raw URL, whose
+ * dot segments and encoded slashes would lead the upstream call out of the path the scope allows.
+ */
+function legacyV2Url(core: Core, route: Route, request: FastifyRequest): string | undefined {
   const upstream = core.config.legacyV2Upstream;
-  return upstream && `${upstream.replace(/\/+$/, '')}${request.url.slice(core.mappings.sunset.prefix.length)}`;
+  if (!upstream) return undefined;
+  const params = request.params as Record<string, string>;
+  const path = route.path.replace(/:([A-Za-z0-9_]+)/g, (_segment, name: string) => encodeURIComponent(params[name] ?? ''));
+  const queryAt = request.url.indexOf('?');
+  return `${upstream.replace(/\/+$/, '')}${path}${queryAt === -1 ? '' : request.url.slice(queryAt)}`;
 }
 
 /** Forwards the call unchanged (same path, query, key and body) to the legacy v2 API and passes its answer on. */
 async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest, rawKey: string): Promise<Answer> {
   const { legacyV2TimeoutMs } = core.config;
-  const url = legacyV2Url(core, request);
+  const url = legacyV2Url(core, route, request);
   if (!url) throw noSuccessor(core, route);
   const hasBody = route.method !== 'GET';
   try {
@@ -204,7 +218,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
         shadow.afterAnswer(request, reply.statusCode);
       },
       errorHandler: (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
-        const appError = asAppError(error);
+        const appError = toAppError(error);
         if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
         if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
         void reply.status(appError.status).send(v2ErrorBody(appError));
@@ -216,13 +230,14 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
             required: route.scope,
           });
         }
+        checkPathParams(request.params as Record<string, string>);
         // Usage is counted, failures included, before answering; written in batches (see UsageRecorder).
         let answer: Answer;
         try {
           answer =
             route.kind === 'passthrough'
               ? await forwardToLegacy(core, route, request, key.rawKey)
-              : await shadow.translated(request, { route, key, legacyUrl: legacyV2Url(core, request) }, () =>
+              : await shadow.translated(request, { route, key, legacyUrl: legacyV2Url(core, route, request) }, () =>
                   serveV4(core, v4For(request.id), route, key, restInput(route.method, request), shared),
                 );
         } finally {

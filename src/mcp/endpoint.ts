@@ -14,6 +14,7 @@ import type { Core } from '../core.js';
 import { AppError, ServiceUnavailable } from '../errors.js';
 import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';
+import { rateLimited } from '../http/rate-limit.js';
 import { isOAuthScope } from '../oauth/scopes.js';
 import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { registerIcons } from './icons.js';
@@ -123,6 +124,15 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   registerIcons(app);
 
   const modern = createModernLeg(core, metrics);
+  const principalOfRequest = new WeakMap<FastifyRequest, string>();
+  // Sessions are records in the shared state: a principal opening them without end would fill it.
+  // Creation per hour is bounded, so live sessions are too (at most twice the limit, with the idle TTL of an hour).
+  const sessionLimit = rateLimited(core, {
+    name: 'mcp_sessions',
+    limit: core.config.mcpSessionsPerHour,
+    windowSeconds: 60 * 60,
+    key: (request) => ({ principal: principalOfRequest.get(request) }),
+  });
 
   // Pending approvals would otherwise hold their streams (and the close) open until they time out.
   app.addHook('preClose', async () => {
@@ -223,6 +233,13 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
 
     let session: McpSession | undefined;
     if (initialize) {
+      try {
+        principalOfRequest.set(request, principalBinding(principal));
+        await sessionLimit(request, reply);
+      } catch (error) {
+        if (!(error instanceof AppError) || error.status !== 429) throw error;
+        return refuse(reply, 429, error.message, SERVER_ERROR, { code: error.code });
+      }
       session = {
         id: newSessionId(),
         boundTo: principalBinding(principal),

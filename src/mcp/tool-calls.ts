@@ -7,7 +7,8 @@ import { packageVersion } from '../version.js';
 import { publicBaseUrl } from './discovery.js';
 import { icon } from './icons.js';
 import { outcomeOfStatus, type McpMetrics } from './metrics.js';
-import { canCall, errorResult, successResult, toAppError, type ToolResult } from './tools.js';
+import { toAppError } from '../http/errors.js';
+import { canCall, errorResult, successResult, type ToolResult } from './tools.js';
 
 /*
  * What every protocol era's server shares: who it is, what it tells the model, and how one tool

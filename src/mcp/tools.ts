@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/server';
 import type { Principal } from '../access/principal.js';
-import { AppError } from '../errors.js';
+import type { AppError } from '../errors.js';
 import { OPERATIONS } from '../operations/index.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { icon, toolIconName } from './icons.js';
@@ -9,8 +9,10 @@ import { icon, toolIconName } from './icons.js';
 /** The spec's operations are the tools; extensions stay REST/CLI only. */
 export const TOOL_OPERATIONS: readonly AnyOperation[] = OPERATIONS.filter((op) => op.origin === 'spec');
 
+const TOOLS_BY_NAME: ReadonlyMap<string, AnyOperation> = new Map(TOOL_OPERATIONS.map((op) => [op.name, op]));
+
 export function toolOperation(name: string): AnyOperation | undefined {
-  return TOOL_OPERATIONS.find((op) => op.name === name);
+  return TOOLS_BY_NAME.get(name);
 }
 
 type ObjectSchema = Tool['inputSchema'];
@@ -88,10 +90,4 @@ export function successResult(data: unknown): ToolResult {
 export function errorResult(error: AppError): ToolResult {
   const body = { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) };
   return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: body }) }] };
-}
-
-export function toAppError(error: unknown): AppError {
-  return error instanceof AppError
-    ? error
-    : new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
 }

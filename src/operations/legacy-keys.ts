@@ -12,7 +12,9 @@ import { columnsOf, defineOperation } from './operation.js';
 /*
  * The gateway's record of one legacy v2 key, for the migration audit (`svc migrate audit --key`),
  * and its cutover to a successor v4 key: minting it from the running service, and disabling the key.
- * Admin-only by role rather than by capability: it describes a company's integration, not its data.
+ * Admins only, and through the company capabilities: a legacy key is the company's integration
+ * configuration, like its addresses, so a key narrowed to other data (inventory, say) cannot read or
+ * change it. Reads need mcp:company:read, minting and disabling mcp:company:write.
  */
 
 const Stage = z.enum(CUTOVER_STAGES);
@@ -117,7 +119,7 @@ export const legacyKeyOperations = [
     title: 'List legacy v2 keys',
     description:
       'Lists the legacy v2 keys registered in the gateway for the companies the caller administers (admins only, else 403), oldest first: id, name, key hint, scopes and bridge capabilities. Read one with its usage through get_legacy_key. Never returns keys or hashes.',
-    capability: null,
+    capability: 'mcp:company:read',
     readOnly: true,
     method: 'GET',
     path: '/v4/admin/legacy-keys',
@@ -137,7 +139,7 @@ export const legacyKeyOperations = [
     title: 'Read a legacy v2 key and its usage',
     description:
       'Reads one legacy v2 key registered in the gateway: its scopes and the v4 capabilities of its bridge, and its recorded usage (calls per UTC day and v2 endpoint, oldest first). Admins only (403 otherwise); a key of a company the caller does not administer is 404, as if absent. Never returns the key or its hash.',
-    capability: null,
+    capability: 'mcp:company:read',
     readOnly: true,
     method: 'GET',
     path: '/v4/admin/legacy-keys/:id',
@@ -158,7 +160,7 @@ export const legacyKeyOperations = [
     cli: 'legacy-keys plan',
     title: 'The migration plan of a legacy v2 key',
     description: `The migration plan of one integration, from what its legacy v2 key called in the last ${USAGE_WINDOW_DAYS} days: each v2 endpoint it called with its v4 replacement call(s) and field changes (from the migration guide), most called first; the endpoints without a v4 successor, with the reason; the least capabilities of its successor key; the steps with the exact commands (mint the successor, first v4 call, quiet, disable), each marked done from the key's cutover stage, whose dates it includes. Admins only (403); another company's key is 404. Also as \`svc migrate plan --key <id>\` and the page /app/migration/keys/<id>/plan.`,
-    capability: null,
+    capability: 'mcp:company:read',
     readOnly: true,
     method: 'GET',
     path: '/v4/admin/legacy-keys/:id/plan',
@@ -175,7 +177,7 @@ export const legacyKeyOperations = [
     cli: 'legacy-keys mint-successor',
     title: 'Mint the successor v4 key of a legacy v2 key',
     description: `Mints the v4 key that replaces a legacy v2 key (the spec's reissue steps 1 and 2) while the service runs: as a dedicated non-personal user of the key's company (created on first use), with the least capabilities, linked to the legacy key, whose stage becomes successor_minted. Capabilities default to those of the successor it replaces, else those of the v2 scopes the key called in the last ${USAGE_WINDOW_DAYS} days; named ones must lie within the v4 reach of the key's scopes and be held by the caller. A key with a working successor answers 409 successor_exists unless replace is true (the old successor is then revoked). Admins only (403); another company's key is 404. The new key is in successor.apiKey, shown only this once.`,
-    capability: null,
+    capability: 'mcp:company:write',
     readOnly: false,
     method: 'POST',
     path: '/v4/admin/legacy-keys/:id/successor',
@@ -208,7 +210,7 @@ export const legacyKeyOperations = [
     title: 'Disable a legacy v2 key',
     description:
       "Disables a legacy v2 key (the spec's reissue step 6, once its v4 successor works): from the next request on, v2 refuses it with 401 legacy_key_disabled, and the gateway's bridge key and user are revoked. Recorded with the date, the admin and the reason; the stage becomes v2_disabled. Not reversible. Admins only (403); another company's key is 404; a disabled key answers 409 legacy_key_disabled.",
-    capability: null,
+    capability: 'mcp:company:write',
     readOnly: false,
     destructive: true,
     method: 'POST',

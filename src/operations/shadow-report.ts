@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Capability } from '../access/capabilities.js';
 import { forbidden } from '../errors.js';
 import type { Core } from '../core.js';
 import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
@@ -52,8 +53,17 @@ export const ShadowReportSchema = z.object({
   ),
 });
 
-/** The report for one caller: admins only, their companies' legacy keys only. Shared with the separate gateway, where the check runs. */
-export function shadowReportFor(core: Core, caller: { role: string; companyIds: readonly string[] }): ShadowReport {
+/** The legacy keys' shadow check describes a company's integrations, as the legacy-key operations do. */
+const SHADOW_REPORT_CAPABILITY = 'mcp:company:read' satisfies Capability;
+
+/**
+ * The report for one caller: admins whose credential reads company data, their companies' legacy keys
+ * only. Shared with the separate gateway, where the check runs and the caller comes from GET /v4/me.
+ */
+export function shadowReportFor(core: Core, caller: { role: string; companyIds: readonly string[]; capabilities: ReadonlySet<string> }): ShadowReport {
+  if (!caller.capabilities.has(SHADOW_REPORT_CAPABILITY)) {
+    throw forbidden('missing_capability', `This credential lacks ${SHADOW_REPORT_CAPABILITY}, which get_shadow_report requires`, { required: SHADOW_REPORT_CAPABILITY });
+  }
   if (caller.role !== 'admin') throw forbidden('admin_only', 'Only an admin may read the shadow check of their companies’ legacy keys');
   return shadowCheckOf(core).report(caller.companyIds);
 }
@@ -65,7 +75,7 @@ export const shadowReportOperations = [
     title: 'Read the shadow check of the v2 translation',
     description:
       'Reads what the gateway’s shadow check found for the legacy v2 keys of the companies the caller administers (admins only, else 403): per v2 route, how many sampled GETs were compared with the legacy v2 API, how many were equal or different, and how often the legacy API was slow, failing or the sample dropped; the field paths that differed; and the last differing answers, with values shortened and secret-like fields masked. Counts are this instance’s since `since`; enabled is false unless LEGACY_V2_UPSTREAM and SHADOW_SAMPLE_RATE are set.',
-    capability: null,
+    capability: SHADOW_REPORT_CAPABILITY,
     readOnly: true,
     method: 'GET',
     path: '/v4/admin/shadow-report',

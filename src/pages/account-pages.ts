@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { maskedKey } from '../access/api-keys.js';
@@ -13,8 +14,14 @@ import { html, page, type Html } from './html.js';
 import type { Sessions } from './session.js';
 
 /** Only a path inside the application may be returned to after sign-in: never another site. */
+/**
+ * Where to go after signing in: a path of our own pages only, and only URL characters (RFC 3986), so
+ * neither another host (`//evil`, `/\\evil`) nor a header break (CR, LF) reaches the Location header.
+ */
 export function safeReturnPath(value: unknown): string {
-  return typeof value === 'string' && /^\/app\/[^/\\]/.test(value) ? value : '/app/developers/api-keys';
+  return typeof value === 'string' && /^\/app\/[A-Za-z0-9\-._~!$&'()*+,;=:@%?#][A-Za-z0-9\-._~!$&'()*+,;=:@%/?#]*$/.test(value)
+    ? value
+    : '/app/developers/api-keys';
 }
 
 /** A form field that may repeat (checkboxes) as a list. */
@@ -63,13 +70,27 @@ function triedEmail(body: unknown): string | undefined {
   return typeof email === 'string' ? email.trim().toLowerCase() : undefined;
 }
 
+/** An address the account signed in from is known to it this long (since its last sign-in there). */
+const KNOWN_ADDRESS_SECONDS = 30 * 24 * 60 * 60;
+
 export function registerAccountPages(app: FastifyInstance, ctx: PageContext): void {
   const { core, sessions } = ctx;
-  // Password guessing: per address, and per account however many addresses try it.
+  // Password guessing: per address, and per account however many addresses try it. The account's own
+  // known addresses are exempt from the account-wide limit, so a third party guessing cannot lock its
+  // owner out; they keep the per-address limit.
   const { perEmail, perIp, windowSeconds } = SIGN_IN_LIMITS;
+  const perAddress = rateLimited(core, { name: 'sign_in', limit: perIp, windowSeconds, key: (request) => ({ ip: request.ip }) });
+  const perAccount = rateLimited(core, { name: 'sign_in', limit: perEmail, windowSeconds, key: (request) => ({ email: triedEmail(request.body) }) });
+  const knownAddressKey = (email: string, ip: string) =>
+    `sign-in:known:${createHmac('sha256', core.secretKey).update(`${email}\0${ip}`).digest('base64url').slice(0, 32)}`;
   const signInLimits = [
-    rateLimited(core, { name: 'sign_in', limit: perIp, windowSeconds, key: (request) => ({ ip: request.ip }) }),
-    rateLimited(core, { name: 'sign_in', limit: perEmail, windowSeconds, key: (request) => ({ email: triedEmail(request.body) }) }),
+    perAddress,
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const email = triedEmail(request.body);
+      // Redis down: the exemption is unknown, so the account-wide limit applies (it falls back to this process).
+      const known = email !== undefined && (await core.shared.get(knownAddressKey(email, request.ip)).catch(() => undefined)) !== undefined;
+      if (!known) await perAccount(request, reply);
+    },
   ];
 
   app.get('/app', async (_request, reply) => reply.redirect('/app/developers/api-keys', 303));
@@ -97,6 +118,9 @@ export function registerAccountPages(app: FastifyInstance, ctx: PageContext): vo
       return sendPage(reply, 'Sign in', body, undefined, undefined, 401);
     }
     await sessions.signIn(reply, user.id);
+    await core.shared.set(knownAddressKey(triedEmail(request.body)!, request.ip), '1', KNOWN_ADDRESS_SECONDS).catch((error: unknown) => {
+      request.log.warn({ err: error }, 'could not remember the sign-in address');
+    });
     return reply.redirect(returnTo, 303);
   });
 

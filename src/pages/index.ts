@@ -3,7 +3,8 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import { ZodError } from 'zod';
 import type { Core } from '../core.js';
-import { AppError, validationError } from '../errors.js';
+import { validationError } from '../errors.js';
+import { toAppError } from '../http/errors.js';
 import { registerAccountPages, sendPage } from './account-pages.js';
 import { registerConnectionPages } from './connections.js';
 import { registerConsentPages } from './consent.js';
@@ -35,12 +36,8 @@ export async function registerPages(app: FastifyInstance, core: Core): Promise<v
     });
 
     scope.setErrorHandler((error, request, reply) => {
-      const appError =
-        error instanceof AppError
-          ? error
-          : error instanceof ZodError
-            ? validationError(error)
-            : new AppError(500, 'internal_error', 'Something went wrong; try again');
+      // A form that fails its schema is the visitor's mistake, like a body the framework could not read.
+      const appError = error instanceof ZodError ? validationError(error) : toAppError(error);
       if (appError.status >= 500) request.log.error({ err: error }, 'page failed');
       const body = html`<p class="error" role="alert">${appError.message}</p><p><a href="/app">Back to the application</a></p>`;
       return sendPage(reply, 'Something went wrong', body, undefined, undefined, appError.status);

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { CapabilitySchema, ROLE_CEILING } from '../access/capabilities.js';
 import { loadUserByEmail, type UserRow } from '../access/principal.js';
 import type { Core } from '../core.js';
-import { AppError, badRequest, forbidden, unauthorized, validationError } from '../errors.js';
+import { badRequest, forbidden, unauthorized, validationError } from '../errors.js';
 import { adminDisableLegacyKey, mintSuccessorKey } from '../gateway/cutover.js';
 import { buildMigrationReport, type MigrationReport } from '../gateway/migration-report.js';
-import { errorBody } from '../http/app.js';
+import { errorBody, toAppError } from '../http/errors.js';
 import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { html, type Html } from './html.js';
@@ -208,9 +208,9 @@ export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContex
     {
       // Automation reads failures in the v4 error envelope, not as a page.
       errorHandler: (error: FastifyError | Error, request, reply) => {
-        const appError = error instanceof AppError ? error : new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
+        const appError = toAppError(error);
         if (appError.status >= 500) request.log.error({ err: error }, 'migration report failed');
-        void reply.status(appError.status).send(errorBody(request.id, appError.code, appError.message));
+        void reply.status(appError.status).send(errorBody(request.id, appError));
       },
     },
     async (request) => {

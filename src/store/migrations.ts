@@ -378,6 +378,15 @@ ALTER TABLE legacy_keys ADD CONSTRAINT legacy_keys_disabled_by CHECK ((disabled_
 CREATE INDEX oauth_records_expires_idx ON oauth_records (expires_at) WHERE expires_at IS NOT NULL;
 `,
   },
+  {
+    // Key hints showed up to a quarter of a key (12 characters at most); they now show an eighth (8 at
+    // most). The raw keys are not kept, so stored hints keep the first half of what they showed,
+    // which never exceeds the new rule.
+    id: '0010_shorter_legacy_key_hints',
+    up: `
+UPDATE legacy_keys SET key_hint = left(key_hint, (char_length(key_hint) - 1) / 2) || '…';
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -200,10 +200,10 @@ describe.each(backends())('legacy key cutover [%s]', (backend) => {
       const answer = await mint(body);
       expect([answer.status, answer.body.error.code]).toEqual([status, code]);
     }
-    // A narrowed admin key cannot hand on what it lacks; a manager is no admin; another company's admin sees nothing.
-    const narrow = client(s.app, (await mintKeyForUser(s.core.db, s.demo.emails.admin, ['mcp:teams:read'], 'narrow')).rawKey);
+    // A narrowed admin key cannot hand on what it lacks; a manager's key cannot hold mcp:company:write; another company's admin sees nothing.
+    const narrow = client(s.app, (await mintKeyForUser(s.core.db, s.demo.emails.admin, ['mcp:teams:read', 'mcp:company:write'], 'narrow')).rawKey);
     expect((await mint({}, narrow)).body.error).toMatchObject({ code: 'capability_not_held', details: { missing: ['mcp:employees:read'] } });
-    expect((await mint({}, client(s.app, s.demo.apiKeys.manager))).body.error.code).toBe('admin_only');
+    expect((await mint({}, client(s.app, s.demo.apiKeys.manager))).body.error.code).toBe('missing_capability');
     const initech = await createCompany(s.core.db, `Initech ${backend}`);
     await createUser(s.core.db, { email: `admin-${backend}@initech.example`, displayName: 'Ina', role: 'admin', companyIds: [initech] });
     const foreign = client(s.app, (await mintKeyForUser(s.core.db, `admin-${backend}@initech.example`, 'all')).rawKey);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  keyHint,
   createLegacyKey,
   disableLegacyKey,
   importLegacyKeys,
@@ -22,6 +23,18 @@ async function activeBridgeKey(t: TestApp, rawKey: string): Promise<string> {
   if (resolved.status !== 'active' || !resolved.bridgeApiKey) throw new Error(`expected an active bridged key, got ${resolved.status}`);
   return resolved.bridgeApiKey;
 }
+
+describe('legacy key hints', () => {
+  it('show at most an eighth of a key and 8 characters, so a short imported key keeps its secret', () => {
+    expect(keyHint('abcdefg')).toBe('…');
+    expect(keyHint('abcdefgh12345678')).toBe('ab…');
+    expect(keyHint('x'.repeat(200))).toBe(`${'x'.repeat(8)}…`);
+    for (let length = 1; length <= 80; length++) {
+      const shown = keyHint('k'.repeat(length)).length - 1;
+      expect(shown, `length ${length}`).toBeLessThanOrEqual(length / 8);
+    }
+  });
+});
 
 describe.each(backends())('legacy keys [%s]', (backend) => {
   let t: TestApp;
@@ -44,7 +57,7 @@ describe.each(backends())('legacy keys [%s]', (backend) => {
       companyId: t.demo.companies.acme,
       name: 'HR sync',
       scopes,
-      keyHint: `${created.rawKey!.slice(0, 12)}…`,
+      keyHint: `${created.rawKey!.slice(0, 6)}…`,
       disabledAt: null,
     });
     expect([...created.capabilities].sort()).toEqual(expected);
@@ -96,7 +109,8 @@ describe.each(backends())('legacy keys [%s]', (backend) => {
     ]);
     expect(result.imported).toBe(1);
     expect(result.keys[0]).not.toHaveProperty('rawKey');
-    expect(result.keys[0]!.keyHint).toBe('acme-…');
+    // 23 characters: the hint shows an eighth of them, 2 (once it showed 5, nearly a quarter).
+    expect(result.keys[0]!.keyHint).toBe('ac…');
     const resolved = await resolveLegacyKey(t.core, rawKey);
     expect(resolved).toMatchObject({
       status: 'active',

@@ -53,6 +53,21 @@ describe.each(backends())('/metrics [%s]', (backend) => {
     expect(sample(await scrape(), metric, '{surface="rest"}')).toBe(before + 1);
   });
 
+  // Hostile review: percent-encoded spellings reached the v4 routes (the authenticator refused the key) but went uncounted.
+  it.each([
+    ['/%764/me', 'rest'],
+    ['/v%34/employees', 'rest'],
+    ['/%6Dcp', 'mcp'],
+    ['/api/%6Fauth/register', 'oauth'],
+  ])('counts a legacy key sent to %s as a %s-surface rejection', async (path, surface) => {
+    const { rawKey } = await createLegacyKey(t.core, t.core.mappings, { companyId: t.demo.companies.acme, name: `encoded ${path}`, scopes: ['api.employees.getAll'] });
+    const metric = 'svc_v4_legacy_key_rejections_total';
+    const before = sample(await scrape(), metric, `{surface="${surface}"}`);
+    const response = await t.app.inject({ method: surface === 'rest' ? 'GET' : 'POST', url: path, headers: { 'x-api-key': rawKey } });
+    expect(response.statusCode).toBe(401);
+    expect(sample(await scrape(), metric, `{surface="${surface}"}`)).toBe(before + 1);
+  });
+
   it('does not count a malformed v4 key as a legacy key', async () => {
     const metric = 'svc_v4_legacy_key_rejections_total';
     const before = sample(await scrape(), metric, '{surface="rest"}');

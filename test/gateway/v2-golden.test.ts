@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import nock from 'nock';
 import { pino } from 'pino';
@@ -560,6 +562,23 @@ describe.each(backends())('v2 list ceiling [%s]', (backend) => {
   });
 });
 
+/** One HTTP request with the path exactly as given (fetch and inject would resolve its dot segments). */
+function rawRequest(port: number, method: string, path: string, apiKey: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const body = method === 'GET' ? undefined : JSON.stringify({ status: 'Shipped' });
+    const request = httpRequest(
+      { host: '127.0.0.1', port, method, path, headers: { 'x-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) } },
+      (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
 describe.each(backends())('v2 routes without a v4 successor, forwarded [%s]', (backend) => {
   const UPSTREAM = 'http://legacy-v2.test';
   let t: TestApp;
@@ -597,6 +616,39 @@ describe.each(backends())('v2 routes without a v4 successor, forwarded [%s]', (b
     const write = await client(t.app, rawKey).patch('/v2/company', { name: 'Acme GmbH' });
     expect(write.status).toBe(422);
     expect(write.body.error.code).toBe('invalid_name');
+    expect(scope.isDone()).toBe(true);
+  });
+
+  // Hostile review: the raw URL was forwarded, and `new URL()` resolved its dot segments, so
+  // PATCH /v2/orders/%2e%2e reached the legacy API as PATCH / and GET /v2/catalogs/%2e%2e/items as GET /items.
+  it('forwards exactly the matched route with its parameters encoded, and refuses parameters that leave it', async () => {
+    const narrow = await createLegacyKey(t.core, mappings, {
+      companyId: t.demo.companies.acme,
+      name: 'order updater',
+      scopes: ['api.orders.update', 'api.catalogs.items.getAll'],
+    });
+    const legacy = client(t.app, narrow.rawKey);
+    // Sent over a socket as written: an in-process request would normalise the path before the router saw it.
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = t.app.server.address() as AddressInfo;
+    for (const [method, path] of [
+      ['PATCH', '/v2/orders/%2e%2e'],
+      ['PATCH', '/v2/orders/%2E'],
+      ['PATCH', '/v2/orders/a%2Fb'],
+      ['GET', '/v2/catalogs/%2e%2e/items'],
+      ['GET', '/v2/catalogs/x%5C..%5C/items'],
+    ] as const) {
+      const res = await rawRequest(port, method, path, narrow.rawKey!);
+      expect(res.status, path).toBe(400);
+      expect(JSON.parse(res.body).error.details[0]).toMatchObject({ rule: 'path_segment' });
+    }
+    const scope = nock(UPSTREAM)
+      .patch('/api/orders/ord%20one', { status: 'Shipped' })
+      .reply(200, { id: 'ord one' })
+      .get('/api/catalogs/cat%3Fx/items?page=2')
+      .reply(200, []);
+    expect((await legacy.patch('/v2/orders/ord%20one', { status: 'Shipped' })).status).toBe(200);
+    expect((await legacy.get('/v2/catalogs/cat%3Fx/items?page=2')).status).toBe(200);
     expect(scope.isDone()).toBe(true);
   });
 

@@ -245,7 +245,7 @@ describe.each(backends())('access matrix (%s)', (backend) => {
       unique,
       freshAssignedDevice,
       freshOrder,
-      freshLegacyKey: async () => (await register(demo.companies.acme, unique('matrix cutover'), ['api.employees.getAll'])).id,
+      freshLegacyKey: async () => (await register(demo.companies.acme, unique('matrix cutover'), ['api.employees.getAll', 'api.company.addresses.create'])).id,
       freshStockDevice: async () =>
         (await must<{ products: Array<{ id: string }> }>(admin.post('/v4/products', { companyId: ids.acme, products: [{ ...newDevice(), country: 'DE' }] }))).products[0]!.id,
     };

@@ -152,7 +152,8 @@ export const FIXTURES: Record<string, Fixture> = {
   get_legacy_key: { target: company('id'), owner: (w) => ({ id: w.ids.legacyKeyId }) },
   get_legacy_key_plan: { target: company('id'), owner: (w) => ({ id: w.ids.legacyKeyId }) },
   // The capable key holds only mcp:employees:read, so the successor asks for exactly that.
-  mint_legacy_key_successor: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey(), capabilities: ['mcp:employees:read'] }) },
+  // The successor gets what minting needs anyway (mcp:company:write), so the capable key can hand it on.
+  mint_legacy_key_successor: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey(), capabilities: ['mcp:company:write'] }) },
   disable_legacy_key: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey() }) },
   // Filtered to the caller's companies: another company's admin reads an empty report.
   get_shadow_report: { target: company('list'), owner: () => ({}) },

@@ -74,6 +74,15 @@ describe('rate limits on sign-in and token, and OAuth metrics', () => {
     expect(await metric('svc_rate_limited_total{limit="sign_in"}')).toBe(2);
   });
 
+  // Hostile review: failures from anywhere locked the account for everyone, its owner included.
+  it('sign-in: the account-wide limit spares the addresses its owner signed in from', async () => {
+    expect((await signIn('10.5.0.1', 'manager@acme.example', DEMO_PASSWORD)).statusCode).toBe(303);
+    // Failures from other addresses until the account-wide limit locks the account.
+    for (let i = 0; i < SIGN_IN_LIMITS.perEmail; i++) expect((await signIn(`10.6.0.${i}`, 'manager@acme.example')).statusCode).not.toBe(303);
+    expect((await signIn('10.6.1.1', 'manager@acme.example', DEMO_PASSWORD)).statusCode).toBe(429);
+    expect((await signIn('10.5.0.1', 'manager@acme.example', DEMO_PASSWORD)).statusCode).toBe(303);
+  });
+
   it('token: a limit per client_id from any addresses, then 429 with Retry-After', async () => {
     for (let i = 0; i < TOKEN_LIMITS.perClient; i++) expect((await tokenRequest(`10.2.0.${i}`, 'client-guessed')).statusCode).not.toBe(429);
     const refused = await tokenRequest('10.2.1.1', 'client-guessed');

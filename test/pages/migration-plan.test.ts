@@ -108,11 +108,14 @@ describe.each(backends())('migration plan per legacy key [%s]', (backend) => {
   });
 
   it('answers admins of the key’s company only', async () => {
-    const manager = client(s.app, await keyWith(s, 'manager', ['mcp:employees:read']));
+    // A manager's key may read company data, and still is no admin; an admin key must read company data.
+    const manager = client(s.app, await keyWith(s, 'manager', ['mcp:employees:read', 'mcp:company:read']));
     expect((await manager.get(`/v4/admin/legacy-keys/${keyId}/plan`)).body.error.code).toBe('admin_only');
+    const narrowAdmin = client(s.app, (await mintKeyForUser(s.core.db, s.demo.emails.admin, ['mcp:employees:read'], 'narrow')).rawKey);
+    expect((await narrowAdmin.get(`/v4/admin/legacy-keys/${keyId}/plan`)).body.error.code).toBe('missing_capability');
     await createUser(s.core.db, { email: 'plan-ops@globex.example', displayName: 'Globex Ops', role: 'admin', companyIds: [s.demo.companies.globex] });
     await setUserPassword(s.core.db, 'plan-ops@globex.example', 'globex-ops-password');
-    const globex = client(s.app, (await mintKeyForUser(s.core.db, 'plan-ops@globex.example', ['mcp:employees:read'], 'test')).rawKey);
+    const globex = client(s.app, (await mintKeyForUser(s.core.db, 'plan-ops@globex.example', ['mcp:company:read'], 'test')).rawKey);
     expect((await globex.get(`/v4/admin/legacy-keys/${keyId}/plan`)).status).toBe(404);
     expect((await admin.get('/v4/admin/legacy-keys/lk_missing/plan')).status).toBe(404);
   });

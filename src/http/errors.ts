@@ -1,0 +1,36 @@
+import type { FastifyError } from 'fastify';
+import { AppError } from '../errors.js';
+
+/*
+ * One answer to "what went wrong" for every surface (REST, v2, MCP, pages): our own errors as they
+ * are, the framework's client errors (bad JSON, a body too large, a wrong media type) as the
+ * client's with a clear code, and anything else as a 500 that blames no one and says where to look.
+ */
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+const FRAMEWORK_ERRORS: Readonly<Record<string, [code: string, message: string]>> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_json', 'The request body is not valid JSON'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_json', 'The request body is empty but Content-Type is application/json'],
+  FST_ERR_CTP_BODY_TOO_LARGE: ['body_too_large', `The request body exceeds ${BODY_LIMIT_BYTES} bytes`],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Send the body as application/json'],
+  FST_ERR_BAD_URL: ['invalid_url', 'The URL is not validly percent-encoded UTF-8'],
+  FST_ERR_MAX_PARAM_LENGTH: ['path_segment_too_long', 'A path segment is longer than 100 characters'],
+};
+
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const status = (error as Partial<FastifyError> | undefined)?.statusCode;
+  if (error instanceof Error && status !== undefined && status >= 400 && status < 500) {
+    const code = (error as FastifyError).code ?? 'bad_request';
+    const [mapped, message] = Object.hasOwn(FRAMEWORK_ERRORS, code) ? FRAMEWORK_ERRORS[code]! : [code.toLowerCase(), error.message];
+    return new AppError(status, mapped, message);
+  }
+  return new AppError(500, 'internal_error', 'Internal error; the request id identifies it in the service logs');
+}
+
+/** The v4 error envelope. */
+export function errorBody(requestId: string, error: AppError) {
+  const { code, message, details } = error;
+  return { ok: false as const, error: { code, message, ...(details === undefined ? {} : { details }) }, meta: { requestId } };
+}
