@@ -244,12 +244,12 @@ describe.each(backends())('svc migrate audit --key against a started server [%s]
     const listed = await svc(['legacy-keys', 'list', '--format', 'json', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
     expect(JSON.parse(listed.stdout).data.keys.map((k: any) => k.id)).toContain(keyId);
 
-    const manager = await keyWith(t, 'manager', ['mcp:employees:read']);
+    const manager = await keyWith(t, 'manager', ['mcp:employees:read', 'mcp:company:read']);
     const refused = await svc(['migrate', 'audit', '--key', keyId, '--api-key', manager, ...at()], keyEnv);
     expect(refused.code).toBe(4);
     expect(refused.stderr).toContain('admin_only');
     await createUser(t.core.db, { email: 'globex-admin@globex.example', displayName: 'Globex Admin', role: 'admin', companyIds: [t.demo.companies.globex], nonPersonal: false });
-    const globex = (await mintKeyForUser(t.core.db, 'globex-admin@globex.example', ['mcp:employees:read'], 'test')).rawKey;
+    const globex = (await mintKeyForUser(t.core.db, 'globex-admin@globex.example', ['mcp:company:read'], 'test')).rawKey;
     // Another company's key reads as absent (404, exit 1): a refusal would confirm it exists.
     expect((await svc(['migrate', 'audit', '--key', keyId, '--api-key', globex, ...at()], keyEnv)).code).toBe(1);
     const missing = await svc(['migrate', 'audit', '--key', 'lk_missing', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);

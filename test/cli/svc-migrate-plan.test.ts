@@ -81,7 +81,7 @@ describe.each(backends())('svc migrate plan --key against a started server [%s]'
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('--key <legacy key id> is required');
     expect((await plan('--format', 'text')).code).toBe(2);
-    const manager = await keyWith(t, 'manager', ['mcp:employees:read']);
+    const manager = await keyWith(t, 'manager', ['mcp:employees:read', 'mcp:company:read']);
     const refused = await svc(['migrate', 'plan', '--key', keyId, ...as(manager)], env);
     expect(refused.code).toBe(4);
     expect(refused.stderr).toContain('admin_only');

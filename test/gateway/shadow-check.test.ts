@@ -308,7 +308,7 @@ describe.each(backends())('shadow check against a legacy v2 API [%s]', (backend)
     expect(manager.body.error.code).toBe('admin_only');
 
     await createUser(t.core.db, { email: 'ops@globex.example', displayName: 'Olga Ops', role: 'admin', companyIds: [t.demo.companies.globex] });
-    const globexKey = (await mintKeyForUser(t.core.db, 'ops@globex.example', ['mcp:teams:read'], 'globex ops')).rawKey;
+    const globexKey = (await mintKeyForUser(t.core.db, 'ops@globex.example', ['mcp:company:read'], 'globex ops')).rawKey;
     expect(await report(globexKey)).toMatchObject({ enabled: true, sampleRate: 1, routes: [], examples: [] });
 
     const acme = await report();
