@@ -85,9 +85,31 @@ export function createAdapterClass(options: AdapterOptions): new (name: string) 
         }
         return;
       }
+      if (this.kind === 'RefreshToken') return this.consumeRefreshToken(id, at);
       // The first consumption's time stays: the grace window never extends.
       await db.query(sql`UPDATE oauth_records SET consumed_at = COALESCE(consumed_at, ${at})
         WHERE kind = ${this.kind} AND id_hash = ${recordKey(id)}`);
+    }
+
+    /**
+     * A refresh token rotates once, and may be used once more within the grace window (a client that
+     * refreshed twice at once). Any further use is a replay: someone else holds the token. The whole
+     * grant is revoked, so the chain minted by the spare dies too, and the request fails.
+     */
+    private async consumeRefreshToken(id: string, at: string): Promise<void> {
+      const graceStart = new Date(new Date(at).getTime() - refreshGraceSeconds * 1000).toISOString();
+      const used = await db.query(sql`UPDATE oauth_records
+        SET grace_uses = grace_uses + CASE WHEN consumed_at IS NULL THEN 0 ELSE 1 END, consumed_at = COALESCE(consumed_at, ${at})
+        WHERE kind = 'RefreshToken' AND id_hash = ${recordKey(id)}
+          AND (consumed_at IS NULL OR (grace_uses = 0 AND consumed_at > ${graceStart}))
+        RETURNING 1 AS used`);
+      if (used.length > 0) return;
+      const [row] = await db.query<{ grant_id: string | null }>(sql`SELECT grant_id FROM oauth_records WHERE kind = 'RefreshToken' AND id_hash = ${recordKey(id)}`);
+      if (row?.grant_id) {
+        await db.query(sql`DELETE FROM oauth_records WHERE grant_id = ${row.grant_id} OR (kind = 'Grant' AND id_hash = ${recordKey(row.grant_id)})`);
+      }
+      const { errors } = await import('oidc-provider');
+      throw new errors.InvalidGrant('refresh token reused: the connection is revoked');
     }
 
     async destroy(id: string): Promise<void> {
@@ -99,15 +121,17 @@ export function createAdapterClass(options: AdapterOptions): new (name: string) 
     }
 
     private async read(where: ReturnType<typeof sql>): Promise<AdapterPayload | undefined> {
-      const [row] = await db.query<{ payload: AdapterPayload; consumed_at: string | null }>(sql`
-        SELECT payload, consumed_at FROM oauth_records
+      const [row] = await db.query<{ payload: AdapterPayload; consumed_at: string | null; grace_uses: number }>(sql`
+        SELECT payload, consumed_at, grace_uses FROM oauth_records
         WHERE kind = ${this.kind} AND ${where} AND (expires_at IS NULL OR expires_at > now())`);
       if (!row) return undefined;
       if (row.consumed_at === null) return row.payload;
-      // A refresh token rotated moments ago still works, so two refreshes sent at once both succeed;
-      // after the window its reuse is a replay, and oidc-provider revokes the whole grant.
+      // A refresh token rotated moments ago still works once more, so two refreshes sent at once both
+      // succeed; after that, or after the window, its reuse is a replay, and oidc-provider revokes the grant.
       const withinGrace =
-        this.kind === 'RefreshToken' && now().getTime() - new Date(row.consumed_at).getTime() < refreshGraceSeconds * 1000;
+        this.kind === 'RefreshToken' &&
+        row.grace_uses === 0 &&
+        now().getTime() - new Date(row.consumed_at).getTime() < refreshGraceSeconds * 1000;
       return withinGrace ? row.payload : { ...row.payload, consumed: row.consumed_at };
     }
   };

@@ -87,11 +87,16 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
   // Code and refresh-token guessing.
   const { perClient, perIp, windowSeconds } = TOKEN_LIMITS;
   const limitTokenPerIp = rateLimited(core, { name: 'oauth_token', limit: perIp, windowSeconds, key: (request) => ({ ip: request.ip }) });
+  // Per client *and* address: a public client_id is no secret, so a limit on the id alone would let
+  // anyone spend it for every user of that client. Codes and refresh tokens cannot be guessed anyway.
   const limitTokenPerClient = rateLimited(core, {
     name: 'oauth_token',
     limit: perClient,
     windowSeconds,
-    key: (request) => ({ client: clientIdOf(request.body) }),
+    key: (request) => {
+      const clientId = clientIdOf(request.body);
+      return { 'client from this address': clientId === undefined ? undefined : `${clientId}\0${request.ip}` };
+    },
   });
   // Registration is open, so each one is a row anyone could add: limited per address, and a client
   // nobody authorizes expires (UNUSED_CLIENT_TTL_SECONDS), so what abuse adds is bounded.

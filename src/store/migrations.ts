@@ -387,6 +387,13 @@ CREATE INDEX oauth_records_expires_idx ON oauth_records (expires_at) WHERE expir
 UPDATE legacy_keys SET key_hint = left(key_hint, (char_length(key_hint) - 1) / 2) || '…';
 `,
   },
+  {
+    // A rotated refresh token may be used once more within the grace window, never twice.
+    id: '0011_refresh_token_grace_uses',
+    up: `
+ALTER TABLE oauth_records ADD COLUMN grace_uses integer NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -34,4 +34,18 @@ describe.each(backends())('OAuth storage adapter [%s]', (backend) => {
     await refreshTokens.consume('refresh-twice');
     await expect(refreshTokens.consume('refresh-twice')).resolves.toBeUndefined();
   });
+
+  it('refuses a third use of a refresh token and deletes every record of its grant', async () => {
+    const Adapter = createAdapterClass({ db: t.core.db, now: t.core.now, refreshGraceSeconds: 30 });
+    const refreshTokens = new Adapter('RefreshToken');
+    const accessTokens = new Adapter('AccessToken');
+    await refreshTokens.upsert('refresh-thrice', { grantId: 'grant-3', kind: 'RefreshToken' }, 60);
+    await accessTokens.upsert('access-of-grant-3', { grantId: 'grant-3', kind: 'AccessToken' }, 60);
+    await refreshTokens.consume('refresh-thrice');
+    await refreshTokens.consume('refresh-thrice');
+    expect(await refreshTokens.find('refresh-thrice')).toMatchObject({ consumed: expect.any(String) });
+    await expect(refreshTokens.consume('refresh-thrice')).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect(await accessTokens.find('access-of-grant-3')).toBeUndefined();
+    expect(await refreshTokens.find('refresh-thrice')).toBeUndefined();
+  });
 });

@@ -83,15 +83,17 @@ describe('rate limits on sign-in and token, and OAuth metrics', () => {
     expect((await signIn('10.5.0.1', 'manager@acme.example', DEMO_PASSWORD)).statusCode).toBe(303);
   });
 
-  it('token: a limit per client_id from any addresses, then 429 with Retry-After', async () => {
-    for (let i = 0; i < TOKEN_LIMITS.perClient; i++) expect((await tokenRequest(`10.2.0.${i}`, 'client-guessed')).statusCode).not.toBe(429);
-    const refused = await tokenRequest('10.2.1.1', 'client-guessed');
+  // Hostile review: a limit per client_id alone let anyone who knows a public client's id starve its users.
+  it('token: a limit per client_id from one address, then 429 with Retry-After; the client elsewhere is unaffected', async () => {
+    for (let i = 0; i < TOKEN_LIMITS.perClient; i++) expect((await tokenRequest('10.2.0.1', 'client-guessed')).statusCode).not.toBe(429);
+    const refused = await tokenRequest('10.2.0.1', 'client-guessed');
     expect(refused.statusCode).toBe(429);
     expectRetryAfter(refused.headers['retry-after']);
     expect(refused.json().error).toMatchObject({ code: 'rate_limited' });
-    expect(refused.json().error.message).toContain('per client');
-    // Another client from the same address is answered by the authorization server.
-    expect((await tokenRequest('10.2.1.1', 'client-other')).statusCode).toBe(401);
+    expect(refused.json().error.message).toContain('per client from this address');
+    // The same client's users at other addresses, and another client at this one, are answered by the authorization server.
+    expect((await tokenRequest('10.2.1.1', 'client-guessed')).statusCode).toBe(401);
+    expect((await tokenRequest('10.2.0.1', 'client-other')).statusCode).toBe(401);
   });
 
   it('token: a limit per address, whatever the client; another address is unaffected', async () => {
@@ -101,7 +103,7 @@ describe('rate limits on sign-in and token, and OAuth metrics', () => {
     expect(refused.json().error.message).toContain('per ip');
     expect((await tokenRequest('10.3.0.2', 'client-fresh')).statusCode).toBe(401);
     // Every refusal by the server itself counted as a failed refresh; the 429s never reached it.
-    expect(await metric('svc_oauth_token_requests_total{grant_type="refresh_token",outcome="error"}')).toBe(TOKEN_LIMITS.perClient + TOKEN_LIMITS.perIp + 2);
+    expect(await metric('svc_oauth_token_requests_total{grant_type="refresh_token",outcome="error"}')).toBe(TOKEN_LIMITS.perClient + TOKEN_LIMITS.perIp + 3);
     expect(await metric('svc_rate_limited_total{limit="oauth_token"}')).toBe(2);
   });
 

@@ -329,6 +329,22 @@ describe.each(backends())('OAuth rules (%s)', (backend) => {
     expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${first.body.access_token}` })).status).toBe(401);
   });
 
+  // Hostile review: inside the grace window a replayed token minted yet another chain, undetected.
+  it('allows one spare use of a rotated refresh token in the grace window; another is a replay that revokes every chain', async () => {
+    const tokens = await tokensFor('mcp:orders:read', ['mcp:orders:read']);
+    const refresh = (token: string) =>
+      tokenPost(s.baseUrl, { grant_type: 'refresh_token', refresh_token: token, client_id: registered.client.client_id });
+    const first = await refresh(tokens.refresh_token!);
+    const spare = await refresh(tokens.refresh_token!);
+    expect([first.status, spare.status]).toEqual([200, 200]);
+    const replay = await refresh(tokens.refresh_token!);
+    expect(replay).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    for (const chain of [first, spare]) {
+      expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${chain.body.access_token}` })).status).toBe(401);
+      expect((await refresh(chain.body.refresh_token)).status).toBe(400);
+    }
+  });
+
   it('a write tool with a read-only grant gets 403 insufficient_scope naming the scope', async () => {
     const tokens = await tokensFor('mcp:orders:read mcp:orders:write', ['mcp:orders:read']);
     const auth = { authorization: `Bearer ${tokens.access_token}` };
