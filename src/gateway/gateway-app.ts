@@ -5,7 +5,8 @@ import { baseApp } from '../http/app.js';
 import { callUpstream } from '../http/upstream.js';
 import { shadowReportFor } from '../operations/shadow-report.js';
 import { httpV4Client } from './http-v4-client.js';
-import { registerV2Routes, upstreamFailure } from './v2-routes.js';
+import { registerV2Routes } from './v2-routes.js';
+import { upstreamFailure } from './upstream-failure.js';
 import type { V4Client } from './v4-client.js';
 
 /** Everything of the core but /v2, which the gateway serves itself. */
@@ -65,7 +66,7 @@ function registerShadowReport(app: FastifyInstance, core: Core, upstreamUrl: str
     const { user, companies, capabilities } = (
       JSON.parse(me.text) as { data: { user: { role: string }; companies: { id: string }[]; capabilities: string[] } }
     ).data;
-    const data = shadowReportFor(core, { role: user.role, companyIds: companies.map((c) => c.id), capabilities: new Set(capabilities) });
+    const data = await shadowReportFor(core, { role: user.role, companyIds: companies.map((c) => c.id), capabilities: new Set(capabilities) });
     return { ok: true, data, meta: { requestId: request.id } };
   });
 }

@@ -1,7 +1,7 @@
 import type { Core } from '../core.js';
 import { callUpstream } from '../http/upstream.js';
-import { operationByName } from '../operations/index.js';
-import { upstreamFailure } from './v2-routes.js';
+import { domainOperationByName } from '../operations/domain-table.js';
+import { upstreamFailure } from './upstream-failure.js';
 import type { V4Client, V4Envelope } from './v4-client.js';
 
 /** The operation's path with its `:params` filled from the input; the rest of the input goes in the query or the body. */
@@ -37,7 +37,7 @@ export function httpV4Client(core: Core, upstreamUrl: string, requestId: string,
   const base = upstreamUrl.replace(/\/+$/, '');
   return {
     async call(operation, input, apiKey) {
-      const op = operationByName(operation);
+      const op = domainOperationByName(operation);
       // The maps were checked against the operation table at start, so this is our fault, not the caller's.
       if (!op) throw new Error(`v4 operation ${operation} is not in the operation table`);
       const { path, rest } = requestOf(op.path, input);

@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import type { ChangeTopic } from '../store/change-feed.js';
 import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capabilities.js';
-import { operationByName } from '../operations/index.js';
+import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { ruleCovers as entryMatches, ruleFor as scopeEntryFor } from './scope-rules.js';
 
@@ -289,7 +289,7 @@ function parseEndpoint(text: string): { method: V2Method; path: string } {
 export { entryMatches, scopeEntryFor };
 
 function knownOperation(name: string, where: string): AnyOperation {
-  const op = operationByName(name);
+  const op = domainOperationByName(name);
   if (!op) throw new MappingError(`${where}: names v4 operation "${name}", which is not in the operation table`);
   return op;
 }

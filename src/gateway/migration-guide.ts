@@ -1,7 +1,7 @@
 import { CAPABILITIES, type Capability } from '../access/capabilities.js';
 import { AppError } from '../errors.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
-import { operationByName } from '../operations/index.js';
+import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { z } from 'zod';
 import { MappingError, pathParams, ROUTES_FILE, scopeEntryFor, type Mappings, type Route, type ScopeStatus, type Transform } from './mappings.js';
@@ -120,7 +120,7 @@ const code = (text: string) => `\`${text}\``;
 const codeList = (fields: readonly string[]) => fields.map(code).join(', ');
 
 function operation(name: string): AnyOperation {
-  const op = operationByName(name);
+  const op = domainOperationByName(name);
   // The loader has checked every operation the maps name.
   if (!op) throw new MappingError(`${ROUTES_FILE}: names v4 operation "${name}", which is not in the operation table`);
   return op;

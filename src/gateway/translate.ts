@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError, badRequest, unprocessable } from '../errors.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
-import { operationByName } from '../operations/index.js';
+import { domainOperationByName } from '../operations/domain-table.js';
 import type { LookupTopic, Transform } from './mappings.js';
 
 /*
@@ -116,7 +116,7 @@ export function applyLocal(t: LocalTransform, doc: Doc): Doc {
 
 /** The key of an operation's list envelope that holds the records (`teams`, `employees`, …). */
 function listKeyOf(operation: string): string {
-  const output = operationByName(operation)?.output;
+  const output = domainOperationByName(operation)?.output;
   const shape = output instanceof z.ZodObject ? (output.shape as Record<string, z.ZodType>) : {};
   const key = Object.keys(shape).find((name) => shape[name] instanceof z.ZodArray);
   if (!key) throw new Error(`v4 operation ${operation} does not answer a list envelope`);
@@ -199,7 +199,7 @@ export class Translation {
     if (!(from in doc)) return doc;
     const { [from]: value, ...rest } = doc;
     if (value === null || value === undefined) return { ...rest, [to]: value };
-    const op = operationByName(operation);
+    const op = domainOperationByName(operation);
     const byGet = op?.input instanceof z.ZodObject && match in op.input.shape;
     const cached = (key: string, load: () => Promise<unknown>) =>
       this.cached(key, reuse_until_changed && this.shared ? () => this.shared!(reuse_until_changed, key, load) : load);

@@ -5,8 +5,9 @@ import { AppError, badRequest, forbidden, ServiceUnavailable, unauthorized } fro
 import { restInput } from '../http/rest.js';
 import { toAppError } from '../http/errors.js';
 import { callUpstream } from '../http/upstream.js';
+import { upstreamFailure } from './upstream-failure.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
-import { operationByName } from '../operations/index.js';
+import { domainOperationByName } from '../operations/domain-table.js';
 import { deprecationVerdict } from './deprecation.js';
 import { routeAnchor } from './migration-guide.js';
 import { TopicCache } from '../store/change-feed.js';
@@ -46,7 +47,7 @@ function outcomeOf(status: number, forwardsToLegacy: boolean): string {
  */
 function successorPath(route: Route, params: Record<string, string>): string | undefined {
   if (route.kind === 'passthrough') return undefined;
-  const v4Path = operationByName(route.v4[0]!.operation)?.path ?? '/v4';
+  const v4Path = domainOperationByName(route.v4[0]!.operation)?.path ?? '/v4';
   const values = Object.values(params).map(encodeURIComponent);
   return v4Path.replace(/:[A-Za-z]+/g, (segment) => {
     const value = params[segment.slice(1)];
@@ -171,21 +172,6 @@ async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest
   } catch (error) {
     throw upstreamFailure(core, error, { kind: 'legacy_v2', name: 'The legacy v2 API', call: `${route.method} ${route.path}`, timeoutMs: legacyV2TimeoutMs });
   }
-}
-
-/** A failed fetch to an upstream (the legacy v2 API, or the v4 core when the gateway runs apart) as the v2 error, counted. */
-export function upstreamFailure(
-  core: Core,
-  error: unknown,
-  upstream: { kind: string; name: string; call: string; timeoutMs: number },
-): AppError {
-  const { kind, name, call, timeoutMs } = upstream;
-  if (error instanceof Error && error.name === 'TimeoutError') {
-    core.metrics.gateway.recordUpstreamError(`${kind}_timeout`);
-    return new AppError(504, 'v2_upstream_timeout', `${name} did not answer ${call} within ${timeoutMs} ms`);
-  }
-  core.metrics.gateway.recordUpstreamError(`${kind}_unreachable`);
-  return new AppError(502, 'v2_upstream_unavailable', `${name} could not be reached for ${call}; try again later`);
 }
 
 export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = (id) => inProcessV4Client(core, id)): void {

@@ -1,6 +1,6 @@
 import type { Core } from '../core.js';
 import { AppError } from '../errors.js';
-import { operationByName } from '../operations/index.js';
+import { domainOperationByName } from '../operations/domain-table.js';
 import { invokeOperation } from '../operations/operation.js';
 
 /** The v4 envelope without its meta: what the gateway reads of a v4 answer. */
@@ -25,7 +25,7 @@ function failure(error: AppError): { status: number; body: V4Envelope } {
 export function inProcessV4Client(core: Core, requestId: string): V4Client {
   return {
     async call(operation, input, apiKey) {
-      const op = operationByName(operation);
+      const op = domainOperationByName(operation);
       // The maps were checked against the operation table at start, so this is our fault, not the caller's.
       if (!op) throw new Error(`v4 operation ${operation} is not in the operation table`);
       try {

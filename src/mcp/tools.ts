@@ -2,12 +2,12 @@ import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/server';
 import type { Principal } from '../access/principal.js';
 import type { AppError } from '../errors.js';
-import { OPERATIONS } from '../operations/index.js';
+import { DOMAIN_OPERATIONS } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { icon, toolIconName } from './icons.js';
 
 /** The spec's operations are the tools; extensions stay REST/CLI only. */
-export const TOOL_OPERATIONS: readonly AnyOperation[] = OPERATIONS.filter((op) => op.origin === 'spec');
+export const TOOL_OPERATIONS: readonly AnyOperation[] = DOMAIN_OPERATIONS.filter((op) => op.origin === 'spec');
 
 const TOOLS_BY_NAME: ReadonlyMap<string, AnyOperation> = new Map(TOOL_OPERATIONS.map((op) => [op.name, op]));
 

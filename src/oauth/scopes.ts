@@ -1,5 +1,5 @@
 import { CAPABILITY_LABELS, type Capability } from '../access/capabilities.js';
-import { OPERATIONS } from '../operations/index.js';
+import { DOMAIN_OPERATIONS } from '../operations/domain-table.js';
 
 /**
  * The only scopes OAuth advertises and grants (spec "OAuth 2.1", discovery rule 4). The other five
@@ -33,7 +33,7 @@ export function describePermission(scope: Capability): PermissionDescription {
     scope,
     label: CAPABILITY_LABELS[scope],
     readOnly: scope.endsWith(':read'),
-    tools: OPERATIONS.filter((op) => op.origin === 'spec' && op.capability === scope).map((op) => op.name),
+    tools: DOMAIN_OPERATIONS.filter((op) => op.origin === 'spec' && op.capability === scope).map((op) => op.name),
   };
 }
 

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { columnsOf, defineOperation } from './operation.js';
+import { columnsOf, defineOperation, onDemand } from './operation.js';
 import { CompanyIdField, CountryCode, Phone, Text, envelopeOf, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
-import { createCompanyAddress, listCompanyAddresses } from '../domain/company.js';
+
+const company = onDemand(() => import('../domain/company.js'));
 
 const NewAddress = {
   alias: Text(100, 'Short name of the address, unique within the company (case-insensitive)'),
@@ -48,7 +49,7 @@ export const companyOperations = [
     output: listEnvelope('addresses', CompanyAddress),
     columns: { addresses: columnsOf(CompanyAddress, ['id', 'alias', 'city', 'country', 'address', 'zipCode', 'contactName', 'contactEmail', 'phone']) },
     handler: async ({ core, principal }, input) =>
-      envelopeOf('addresses', await listCompanyAddresses(core.db, principal, input)),
+      envelopeOf('addresses', await (await company()).listCompanyAddresses(core.db, principal, input)),
   }),
   defineOperation({
     name: 'create_company_address',
@@ -63,6 +64,6 @@ export const companyOperations = [
     successStatus: 201,
     input: z.strictObject({ ...NewAddress, companyId: CompanyIdField }),
     output: CompanyAddress,
-    handler: ({ core, principal }, input) => createCompanyAddress(core.db, principal, input),
+    handler: async ({ core, principal }, input) => (await company()).createCompanyAddress(core.db, principal, input),
   }),
 ];

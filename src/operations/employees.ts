@@ -1,14 +1,9 @@
 import { z } from 'zod';
-import { columnsOf, defineOperation } from './operation.js';
+import { columnsOf, defineOperation, onDemand } from './operation.js';
 import { CompanyIdField, CountryCode, envelopeOf, Id, OptionalText, Phone, Text, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
 import { TeamName } from './teams.js';
-import {
-  createEmployee,
-  getEmployee,
-  listAvailableCountries,
-  listEmployees,
-  updateEmployee,
-} from '../domain/employees.js';
+
+const employees = onDemand(() => import('../domain/employees.js'));
 
 const DisplayName = Text(200, 'Full name as shown in the dashboard');
 
@@ -94,7 +89,7 @@ export const employeeOperations = [
     output: listEnvelope('employees', Employee),
     columns: { employees: EMPLOYEE_COLUMNS },
     handler: async ({ core, principal }, input) =>
-      envelopeOf('employees', await listEmployees(core.db, principal, input)),
+      envelopeOf('employees', await (await employees()).listEmployees(core.db, principal, input)),
   }),
   defineOperation({
     name: 'get_employee',
@@ -107,7 +102,7 @@ export const employeeOperations = [
     path: '/v4/employees/:id',
     input: z.strictObject({ id: Id }),
     output: Employee,
-    handler: ({ core, principal }, input) => getEmployee(core.db, principal, input.id),
+    handler: async ({ core, principal }, input) => (await employees()).getEmployee(core.db, principal, input.id),
   }),
   defineOperation({
     name: 'list_available_countries',
@@ -121,7 +116,7 @@ export const employeeOperations = [
     path: '/v4/employees/countries',
     input: z.strictObject({ companyId: CompanyIdField }),
     output: z.object({ countries: z.array(z.string()) }),
-    handler: ({ core, principal }, input) => listAvailableCountries(core.db, principal, input.companyId),
+    handler: async ({ core, principal }, input) => (await employees()).listAvailableCountries(core.db, principal, input.companyId),
   }),
   defineOperation({
     name: 'create_employee',
@@ -146,7 +141,7 @@ export const employeeOperations = [
     output: Employee.extend({
       invitationQueued: z.boolean().describe('An invitation email was queued for delivery'),
     }),
-    handler: ({ core, principal }, input) => createEmployee(core, principal, input),
+    handler: async ({ core, principal }, input) => (await employees()).createEmployee(core, principal, input),
   }),
   defineOperation({
     name: 'update_employee',
@@ -174,6 +169,6 @@ export const employeeOperations = [
         .describe('Delivery phone number; null or "" clears it'),
     }),
     output: Employee,
-    handler: ({ core, principal }, { id, ...changes }) => updateEmployee(core, principal, id, changes),
+    handler: async ({ core, principal }, { id, ...changes }) => (await employees()).updateEmployee(core, principal, id, changes),
   }),
 ];

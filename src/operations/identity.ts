@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { defineOperation } from './operation.js';
+import { defineOperation, onDemand } from './operation.js';
 import { CapabilitySchema, ROLES } from '../access/capabilities.js';
-import { describePrincipal } from '../domain/identity.js';
+
+const identity = onDemand(() => import('../domain/identity.js'));
 
 const Named = z.object({ id: z.string(), name: z.string() });
 
@@ -37,6 +38,6 @@ export const identityOperations = [
         clientId: z.string().optional(),
       }),
     }),
-    handler: ({ core, principal }) => describePrincipal(core.db, principal),
+    handler: async ({ core, principal }) => (await identity()).describePrincipal(core.db, principal),
   }),
 ];

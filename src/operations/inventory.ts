@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AnyOperation } from './operation.js';
-import { columnsOf, defineOperation } from './operation.js';
+import { columnsOf, defineOperation, onDemand } from './operation.js';
 import {
   CompanyIdField,
   CountryCode,
@@ -15,16 +15,8 @@ import {
   Timestamp,
 } from './common.js';
 import { CATEGORIES, DEVICE_CONDITIONS, DEVICE_STATUSES, PIN_TYPES, PRODUCT_TYPE_NAMES } from '../domain/device-types.js';
-import {
-  deviceOptions,
-  getAssignedDevices,
-  getProduct,
-  registerDeviceInUse,
-  registerProducts,
-  searchInventory,
-  setPinCode,
-  suggestAlternatives,
-} from '../domain/inventory.js';
+
+const inventory = onDemand(() => import('../domain/inventory.js'));
 
 const SerialNumber = Text(64, 'Serial number; unique within a company, usable wherever productId is');
 const ProductType = z.enum(PRODUCT_TYPE_NAMES).describe(`Device type: ${PRODUCT_TYPE_NAMES.join(', ')}`);
@@ -115,7 +107,7 @@ export const inventoryOperations: AnyOperation[] = [
     }),
     output: listEnvelope('devices', Device),
     columns: { devices: DEVICE_COLUMNS },
-    handler: async ({ core, principal }, input) => envelopeOf('devices', await searchInventory(core.db, principal, input)),
+    handler: async ({ core, principal }, input) => envelopeOf('devices', await (await inventory()).searchInventory(core.db, principal, input)),
   }),
   defineOperation({
     name: 'get_assigned_devices',
@@ -131,7 +123,7 @@ export const inventoryOperations: AnyOperation[] = [
     output: listEnvelope('devices', Device),
     columns: { devices: DEVICE_COLUMNS },
     handler: async ({ core, principal }, input) =>
-      envelopeOf('devices', await getAssignedDevices(core.db, principal, input.id, input)),
+      envelopeOf('devices', await (await inventory()).getAssignedDevices(core.db, principal, input.id, input)),
   }),
   defineOperation({
     name: 'get_product',
@@ -145,7 +137,7 @@ export const inventoryOperations: AnyOperation[] = [
     path: '/v4/products/:id',
     input: z.strictObject({ id: Id.describe('productId or serial number'), companyId: CompanyIdField }),
     output: Device,
-    handler: ({ core, principal }, input) => getProduct(core.db, principal, input.id, input.companyId),
+    handler: async ({ core, principal }, input) => (await inventory()).getProduct(core.db, principal, input.id, input.companyId),
   }),
   defineOperation({
     name: 'get_device_options',
@@ -179,7 +171,7 @@ export const inventoryOperations: AnyOperation[] = [
       ),
     }),
     columns: { options: ['rank', 'manufacturer', 'model', 'inStock', 'countries', 'specScore', 'specs', 'sampleProductIds'] },
-    handler: async ({ core, principal }, input) => ({ options: await deviceOptions(core.db, principal, input) }),
+    handler: async ({ core, principal }, input) => ({ options: await (await inventory()).deviceOptions(core.db, principal, input) }),
   }),
   defineOperation({
     name: 'suggest_alternative_device',
@@ -215,7 +207,7 @@ export const inventoryOperations: AnyOperation[] = [
       ),
     }),
     columns: { suggestions: ['itemId', 'name', 'leadTimeDays', 'price', 'currency', 'stock', 'specScore', 'manufacturer'] },
-    handler: async ({ core }, input) => ({ country: input.country, suggestions: await suggestAlternatives(core.db, input) }),
+    handler: async ({ core }, input) => ({ country: input.country, suggestions: await (await inventory()).suggestAlternatives(core.db, input) }),
   }),
   defineOperation({
     name: 'add_product_pin_code',
@@ -241,7 +233,7 @@ export const inventoryOperations: AnyOperation[] = [
         path: ['productId'],
       }),
     output: Device,
-    handler: ({ core, principal }, { pinCode, ...ref }) => setPinCode(core.db, core.secretKey, principal, ref, pinCode),
+    handler: async ({ core, principal }, { pinCode, ...ref }) => (await inventory()).setPinCode(core.db, core.secretKey, principal, ref, pinCode),
   }),
   defineOperation({
     name: 'register_products',
@@ -271,7 +263,7 @@ export const inventoryOperations: AnyOperation[] = [
     }),
     output: z.object({ products: z.array(Device) }),
     columns: { products: DEVICE_COLUMNS },
-    handler: async ({ core, principal }, input) => ({ products: await registerProducts(core.db, principal, input) }),
+    handler: async ({ core, principal }, input) => ({ products: await (await inventory()).registerProducts(core.db, principal, input) }),
   }),
   defineOperation({
     name: 'register_device_in_use',
@@ -287,6 +279,6 @@ export const inventoryOperations: AnyOperation[] = [
     successStatus: 201,
     input: z.strictObject({ id: Id.describe('Employee id'), ...NewDeviceFields, condition: Condition.default('Good') }),
     output: Device,
-    handler: ({ core, principal }, { id, ...device }) => registerDeviceInUse(core.db, principal, id, device),
+    handler: async ({ core, principal }, { id, ...device }) => (await inventory()).registerDeviceInUse(core.db, principal, id, device),
   }),
 ];

@@ -2,12 +2,13 @@ import { z } from 'zod';
 import { CapabilitySchema } from '../access/capabilities.js';
 import type { Principal } from '../access/principal.js';
 import { forbidden, notFound } from '../errors.js';
-import { adminDisableLegacyKey, mintSuccessorKey } from '../gateway/cutover.js';
 import { CUTOVER_STAGES, DISABLED_BY, USAGE_WINDOW_DAYS } from '../gateway/cutover-stage.js';
-import { legacyKeyUsage, listLegacyKeys } from '../gateway/legacy-keys.js';
-import { buildMigrationPlan } from '../gateway/migration-plan.js';
 import { Id, Text, Timestamp } from './common.js';
-import { columnsOf, defineOperation } from './operation.js';
+import { columnsOf, defineOperation, onDemand } from './operation.js';
+
+const migrationPlans = onDemand(() => import('../gateway/migration-plan.js'));
+const legacyKeys = onDemand(() => import('../gateway/legacy-keys.js'));
+const cutover = onDemand(() => import('../gateway/cutover.js'));
 
 /*
  * The gateway's record of one legacy v2 key, for the migration audit (`svc migrate audit --key`),
@@ -130,7 +131,7 @@ export const legacyKeyOperations = [
     columns: { keys: columnsOf(LegacyKey, ['id', 'name', 'cutover.stage', 'lastUsedAt', 'scopes', 'disabledAt', 'keyHint', 'capabilities', 'createdAt']) },
     handler: async ({ core, principal }) => {
       requireAdmin(principal);
-      return { keys: await listLegacyKeys(core, { companyIds: principal.companyIds }) };
+      return { keys: await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds }) };
     },
   }),
   defineOperation({
@@ -150,9 +151,9 @@ export const legacyKeyOperations = [
     handler: async ({ core, principal }, { id }) => {
       requireAdmin(principal);
       // Another company's key reads as absent, like every record beyond the caller's reach: a 403 would confirm it exists.
-      const [key] = await listLegacyKeys(core, { companyIds: principal.companyIds, id });
+      const [key] = await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds, id });
       if (!key) throw notFound('Legacy key', id);
-      return { key, usage: await legacyKeyUsage(core, id) };
+      return { key, usage: await (await legacyKeys()).legacyKeyUsage(core, id) };
     },
   }),
   defineOperation({
@@ -169,7 +170,7 @@ export const legacyKeyOperations = [
     output: MigrationPlan,
     handler: async ({ core, principal }, { id }) => {
       requireAdmin(principal);
-      return buildMigrationPlan(core, principal.companyIds, id);
+      return (await migrationPlans()).buildMigrationPlan(core, principal.companyIds, id);
     },
   }),
   defineOperation({
@@ -201,7 +202,7 @@ export const legacyKeyOperations = [
     }),
     handler: async ({ core, principal }, { id, capabilities, replace }) => {
       requireAdmin(principal, 'Only an admin of the legacy key’s company may mint its successor');
-      return mintSuccessorKey(core, id, principal, { capabilities, replace });
+      return (await cutover()).mintSuccessorKey(core, id, principal, { capabilities, replace });
     },
   }),
   defineOperation({
@@ -223,7 +224,7 @@ export const legacyKeyOperations = [
     output: z.object({ key: LegacyKey }),
     handler: async ({ core, principal }, { id, reason }) => {
       requireAdmin(principal, 'Only an admin of the legacy key’s company may disable it');
-      return { key: await adminDisableLegacyKey(core, id, { userId: principal.userId, email: principal.email, companyIds: principal.companyIds }, reason) };
+      return { key: await (await cutover()).adminDisableLegacyKey(core, id, { userId: principal.userId, email: principal.email, companyIds: principal.companyIds }, reason) };
     },
   }),
 ];

@@ -59,6 +59,16 @@ export function columnsOf<S extends z.ZodObject>(_record: S, columns: readonly C
   return columns;
 }
 
+/**
+ * The module behind some handlers, loaded at their first call. The table's metadata (names, paths,
+ * schemas, help) is what the CLI reads: it never loads the domain, SQL and gateway code that only
+ * running an operation needs. After the first call this costs one resolved promise.
+ */
+export function onDemand<M>(load: () => Promise<M>): () => Promise<M> {
+  let loaded: Promise<M> | undefined;
+  return () => (loaded ??= load());
+}
+
 type Defaults = 'destructive' | 'idempotent' | 'openWorld' | 'origin' | 'successStatus';
 
 export function defineOperation<I extends z.ZodType, O extends z.ZodType>(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { columnsOf, defineOperation } from './operation.js';
+import { columnsOf, defineOperation, onDemand } from './operation.js';
 import { CompanyIdField, envelopeOf, Id, listEnvelope, PageFields, QueryBoolean, Text, Timestamp, SearchQuery } from './common.js';
 import { OrderSchema } from './order-schemas.js';
 import {
@@ -10,10 +10,14 @@ import {
   ORDER_STATES,
   SHIPMENT_DIRECTIONS,
   TRANSITIONS,
+  DEFAULT_ORDER_SORT,
+  ORDER_SORT_FIELDS,
+  type OrderSortField,
 } from '../domain/orders/model.js';
-import { loadOrder } from '../domain/orders/record.js';
-import { DEFAULT_ORDER_SORT, getOrderHistory, listOrders, ORDER_SORT_FIELDS, type OrderSortField } from '../domain/orders/read.js';
-import { logisticsActor, recordOrderEvent } from '../domain/orders/events.js';
+
+const orderEvents = onDemand(() => import('../domain/orders/events.js'));
+const orderReads = onDemand(() => import('../domain/orders/read.js'));
+const orderRecords = onDemand(() => import('../domain/orders/record.js'));
 
 /** One of `values`, matched ignoring case and returned in its canonical spelling (`shipped` → `Shipped`). */
 export function caseInsensitiveEnum<T extends string>(values: readonly T[], what: string) {
@@ -129,7 +133,7 @@ export const orderReadOperations = [
     }),
     output: listEnvelope('orders', OrderSummary),
     columns: { orders: columnsOf(OrderSummary, ['id', 'orderType', 'status', 'employeeName', 'country', 'createdAt', 'productIds', 'parentId']) },
-    handler: async ({ core, principal }, input) => envelopeOf('orders', await listOrders(core.db, principal, input)),
+    handler: async ({ core, principal }, input) => envelopeOf('orders', await (await orderReads()).listOrders(core.db, principal, input)),
   }),
   defineOperation({
     name: 'get_order',
@@ -143,7 +147,7 @@ export const orderReadOperations = [
     path: '/v4/orders/:id',
     input: z.strictObject({ id: OrderId }),
     output: OrderSchema,
-    handler: ({ core, principal }, input) => loadOrder(core.db, principal, input.id),
+    handler: async ({ core, principal }, input) => (await orderRecords()).loadOrder(core.db, principal, input.id),
   }),
   defineOperation({
     name: 'get_order_history',
@@ -164,7 +168,7 @@ export const orderReadOperations = [
       ),
     }),
     columns: { events: columnsOf(HistoryEvent, ['occurredAt', 'type', 'statusFrom', 'statusTo', 'productId', 'reason', 'note', 'source']) },
-    handler: ({ core, principal }, input) => getOrderHistory(core.db, principal, input.id),
+    handler: async ({ core, principal }, input) => (await orderReads()).getOrderHistory(core.db, principal, input.id),
   }),
   defineOperation({
     name: 'record_order_event',
@@ -179,8 +183,9 @@ export const orderReadOperations = [
     input: OrderEventBody,
     output: OrderSchema,
     handler: async ({ core, principal }, { id, ...event }) => {
+      const { logisticsActor, recordOrderEvent } = await orderEvents();
       await recordOrderEvent(core, logisticsActor(principal), id, event);
-      return loadOrder(core.db, principal, id);
+      return (await orderRecords()).loadOrder(core.db, principal, id);
     },
   }),
 ];

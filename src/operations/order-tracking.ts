@@ -1,16 +1,19 @@
 import { z } from 'zod';
-import { defineOperation } from './operation.js';
+import { defineOperation, onDemand } from './operation.js';
 import { Id, Timestamp } from './common.js';
-import { getOrderSla, SLA_STATUSES } from '../domain/orders/sla.js';
-import { courierClient, COURIER_STATES, getTracking } from '../domain/orders/tracking.js';
 import {
   ALL_ORDER_TYPES,
+  COURIER_STATES,
+  SLA_STATUSES,
   ORDER_STATES,
   SLA_AT_RISK_SHARE,
   SLA_BASE_DAYS,
   SLA_DOMESTIC_COUNTRIES,
   SLA_OTHER_COUNTRY_DAYS,
 } from '../domain/orders/model.js';
+
+const orderTracking = onDemand(() => import('../domain/orders/tracking.js'));
+const orderSla = onDemand(() => import('../domain/orders/sla.js'));
 
 const OrderInput = z.strictObject({ id: Id.describe('Order id') });
 
@@ -89,7 +92,7 @@ export const orderTrackingOperations = [
     path: '/v4/orders/:id/sla',
     input: OrderInput,
     output: Sla,
-    handler: ({ core, principal }, input) => getOrderSla(core.db, principal, input.id, core.now()),
+    handler: async ({ core, principal }, input) => (await orderSla()).getOrderSla(core.db, principal, input.id, core.now()),
   }),
   defineOperation({
     name: 'get_tracking',
@@ -112,7 +115,9 @@ export const orderTrackingOperations = [
     path: '/v4/orders/:id/tracking',
     input: OrderInput,
     output: Tracking,
-    handler: ({ core, principal }, input) =>
-      getTracking(core.db, principal, input.id, courierClient(core.config, core.logger)),
+    handler: async ({ core, principal }, input) => {
+      const { courierClient, getTracking } = await orderTracking();
+      return getTracking(core.db, principal, input.id, courierClient(core.config, core.logger));
+    },
   }),
 ];

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import type { AnyOperation } from './operation.js';
-import { defineOperation } from './operation.js';
+import { defineOperation, onDemand } from './operation.js';
 import { CompanyIdField, CountryCode, Id, Text } from './common.js';
 import { OrderSchema } from './order-schemas.js';
-import { BLOCKED_BY_LEGAL_HOLD, DISPOSITION_ACTIONS, ORDER_TYPES, PURCHASE_TYPES } from '../domain/orders/model.js';
-import { COLLECTING_TYPES, VIOLATION_CODES, validateOrder } from '../domain/orders/rules.js';
-import { addPowerAccessory, createOrder, createPurchaseOrder } from '../domain/orders/create.js';
+import { BLOCKED_BY_LEGAL_HOLD, COLLECTING_TYPES, DISPOSITION_ACTIONS, ORDER_TYPES, PURCHASE_TYPES, VIOLATION_CODES } from '../domain/orders/model.js';
+
+const orderCreation = onDemand(() => import('../domain/orders/create.js'));
+const orderRules = onDemand(() => import('../domain/orders/rules.js'));
 
 const MAX_DEVICES = 50;
 const MAX_ITEMS = 20;
@@ -142,7 +143,7 @@ export const orderWriteOperations: AnyOperation[] = [
       orderType: z.enum([...ORDER_TYPES, ...PURCHASE_TYPES]),
       violations: z.array(Violation),
     }),
-    handler: ({ core, principal }, input) => validateOrder(core.db, principal, input, core.now()),
+    handler: async ({ core, principal }, input) => (await orderRules()).validateOrder(core.db, principal, input, core.now()),
   }),
   defineOperation({
     name: 'create_order',
@@ -156,7 +157,7 @@ export const orderWriteOperations: AnyOperation[] = [
     successStatus: 201,
     input: DeviceOrderBody,
     output: OrderSchema,
-    handler: ({ core, principal }, input) => createOrder(core, principal, input),
+    handler: async ({ core, principal }, input) => (await orderCreation()).createOrder(core, principal, input),
   }),
   defineOperation({
     name: 'create_purchase_order',
@@ -170,7 +171,7 @@ export const orderWriteOperations: AnyOperation[] = [
     successStatus: 201,
     input: PurchaseOrderBody,
     output: OrderSchema,
-    handler: ({ core, principal }, input) => createPurchaseOrder(core, principal, input),
+    handler: async ({ core, principal }, input) => (await orderCreation()).createPurchaseOrder(core, principal, input),
   }),
   defineOperation({
     name: 'add_power_accessory',
@@ -195,6 +196,6 @@ export const orderWriteOperations: AnyOperation[] = [
         params: { rule: 'exactly_one' },
       }),
     output: OrderSchema,
-    handler: ({ core, principal }, { id, ...ref }) => addPowerAccessory(core, principal, id, ref),
+    handler: async ({ core, principal }, { id, ...ref }) => (await orderCreation()).addPowerAccessory(core, principal, id, ref),
   }),
 ];

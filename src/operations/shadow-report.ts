@@ -2,14 +2,16 @@ import { z } from 'zod';
 import type { Capability } from '../access/capabilities.js';
 import { forbidden } from '../errors.js';
 import type { Core } from '../core.js';
-import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
+import type { ShadowReport } from '../gateway/shadow-check.js';
 import { Timestamp } from './common.js';
-import { defineOperation } from './operation.js';
+import { defineOperation, onDemand } from './operation.js';
 
 /*
  * The shadow check's findings (src/gateway/shadow-check.ts), for `svc gateway shadow-report` and
- * automation. Admin-only by role: it describes the companies' integrations, not their data.
+ * automation. Admins only, with mcp:company:read: it describes the companies' integrations.
  */
+
+const shadowChecks = onDemand(() => import('../gateway/shadow-check.js'));
 
 const Counts = {
   compared: z.number().int().describe('Answers compared: equal plus different'),
@@ -60,12 +62,15 @@ const SHADOW_REPORT_CAPABILITY = 'mcp:company:read' satisfies Capability;
  * The report for one caller: admins whose credential reads company data, their companies' legacy keys
  * only. Shared with the separate gateway, where the check runs and the caller comes from GET /v4/me.
  */
-export function shadowReportFor(core: Core, caller: { role: string; companyIds: readonly string[]; capabilities: ReadonlySet<string> }): ShadowReport {
+export async function shadowReportFor(
+  core: Core,
+  caller: { role: string; companyIds: readonly string[]; capabilities: ReadonlySet<string> },
+): Promise<ShadowReport> {
   if (!caller.capabilities.has(SHADOW_REPORT_CAPABILITY)) {
     throw forbidden('missing_capability', `This credential lacks ${SHADOW_REPORT_CAPABILITY}, which get_shadow_report requires`, { required: SHADOW_REPORT_CAPABILITY });
   }
   if (caller.role !== 'admin') throw forbidden('admin_only', 'Only an admin may read the shadow check of their companies’ legacy keys');
-  return shadowCheckOf(core).report(caller.companyIds);
+  return (await shadowChecks()).shadowCheckOf(core).report(caller.companyIds);
 }
 
 export const shadowReportOperations = [

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { columnsOf, defineOperation } from './operation.js';
+import { columnsOf, defineOperation, onDemand } from './operation.js';
 import { CompanyIdField, envelopeOf, Id, Text, listEnvelope, PageFields, Timestamp, SearchQuery } from './common.js';
-import { createTeam, getTeam, listTeams, renameTeam } from '../domain/teams.js';
+
+const teams = onDemand(() => import('../domain/teams.js'));
 
 export const TeamName = Text(100, 'Team name, unique within the company (case-insensitive)');
 
@@ -28,7 +29,7 @@ export const teamOperations = [
     output: listEnvelope('teams', Team),
     columns: { teams: columnsOf(Team, ['id', 'name', 'createdAt', 'updatedAt']) },
     handler: async ({ core, principal }, input) =>
-      envelopeOf('teams', await listTeams(core.db, principal, input)),
+      envelopeOf('teams', await (await teams()).listTeams(core.db, principal, input)),
   }),
   defineOperation({
     name: 'get_team',
@@ -41,7 +42,7 @@ export const teamOperations = [
     path: '/v4/teams/:id',
     input: z.strictObject({ id: Id }),
     output: Team.extend({ employeeCount: z.number().int() }),
-    handler: ({ core, principal }, input) => getTeam(core.db, principal, input.id),
+    handler: async ({ core, principal }, input) => (await teams()).getTeam(core.db, principal, input.id),
   }),
   defineOperation({
     name: 'create_team',
@@ -55,7 +56,7 @@ export const teamOperations = [
     successStatus: 201,
     input: z.strictObject({ name: TeamName, companyId: CompanyIdField }),
     output: Team,
-    handler: ({ core, principal }, input) => createTeam(core.db, principal, input),
+    handler: async ({ core, principal }, input) => (await teams()).createTeam(core.db, principal, input),
   }),
   defineOperation({
     name: 'update_team',
@@ -71,6 +72,6 @@ export const teamOperations = [
     path: '/v4/teams/:id',
     input: z.strictObject({ id: Id, name: TeamName }),
     output: Team,
-    handler: ({ core, principal }, input) => renameTeam(core.db, principal, input.id, input.name),
+    handler: async ({ core, principal }, input) => (await teams()).renameTeam(core.db, principal, input.id, input.name),
   }),
 ];

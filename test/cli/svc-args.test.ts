@@ -9,7 +9,7 @@ import { CliError, EXIT } from '../../cli/exit-codes.js';
 import type { ApiRequest } from '../../cli/http.js';
 import { registerOperationCommands } from '../../cli/operations.js';
 import { Session } from '../../cli/session.js';
-import { OPERATIONS, operationByName } from '../../src/operations/index.js';
+import { OPERATIONS } from '../../src/operations/index.js';
 
 /*
  * Argument parsing apart from behaviour, as gh tests it: argv → request, without a server. The
@@ -17,7 +17,7 @@ import { OPERATIONS, operationByName } from '../../src/operations/index.js';
  */
 
 const op = (name: string) => {
-  const found = operationByName(name);
+  const found = OPERATIONS.find((candidate) => candidate.name === name);
   if (!found) throw new Error(`no operation ${name}`);
   return found;
 };

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultMappingsDir, loadMappings, MappingError, ROUTES_FILE, SCOPES_FILE, SUNSET_FILE } from '../../src/gateway/mappings.js';
 import { buildMigrationGuide, type ExampleCall, type GuideEndpoint, type MigrationGuide } from '../../src/gateway/migration-guide.js';
 import { buildV2OpenApiDocument } from '../../src/gateway/v2-openapi.js';
-import { operationByName } from '../../src/operations/index.js';
+import { domainOperationByName } from '../../src/operations/domain-table.js';
 import { loadShippedWith } from '../helpers/maps.js';
 
 /*
@@ -94,7 +94,7 @@ describe('the migration guide of the shipped maps', () => {
     (key, route) => {
       if (route.kind !== 'v4') throw new Error('v4 routes only');
       const endpoint = at(`${route.method} /v2${key.split(' ')[1]}`);
-      const first = operationByName(route.v4[0]!.operation)!;
+      const first = domainOperationByName(route.v4[0]!.operation)!;
       expect(endpoint.successor[0]).toEqual({ operation: first.name, method: first.method, path: first.path, title: first.title, capability: first.capability });
       expect(endpoint.capabilities).toContain(first.capability);
       expect(endpoint.noSuccessor).toBeUndefined();

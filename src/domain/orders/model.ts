@@ -83,3 +83,47 @@ export type DeviceRequestStatus = (typeof DEVICE_REQUEST_STATUSES)[number];
 /** A shipment takes devices to the employee (`outbound`) or brings them back (`return`). */
 export const SHIPMENT_DIRECTIONS = ['outbound', 'return'] as const;
 export type ShipmentDirection = (typeof SHIPMENT_DIRECTIONS)[number];
+
+/*
+ * Vocabularies of the order operations' schemas, kept here beside the model so the operation
+ * table (what the CLI reads) needs none of the SQL modules that use them.
+ */
+
+/** Why an order is refused: the stable codes of the business rules (rules.ts). */
+export const VIOLATION_CODES = [
+  'employee_not_found',
+  'employee_out_of_scope',
+  'employee_has_no_delivery_address',
+  'employee_has_no_devices',
+  'device_not_found',
+  'device_not_available',
+  'device_not_assigned_to_employee',
+  'device_in_open_order',
+  'swap_requires_return_and_replacement',
+  'disposition_device_not_in_order',
+  'legal_hold_blocks_disposition',
+  'pickup_window_not_in_future',
+  'catalog_item_not_found',
+  'catalog_item_unavailable_in_country',
+  'insufficient_catalog_stock',
+  'items_multiple_countries',
+  'items_country_not_employee_country',
+  'country_out_of_scope',
+] as const;
+export type ViolationCode = (typeof VIOLATION_CODES)[number];
+
+/** Order types that bring devices back: only they take dispositions and a pickup window. */
+export const COLLECTING_TYPES: readonly OrderType[] = ['Offboarding', 'Collection', 'Swap from Inventory'];
+
+/** Where an order stands against its SLA (sla.ts). */
+export const SLA_STATUSES = ['on_track', 'at_risk', 'delayed', 'met', 'missed', 'cancelled'] as const;
+export type SlaStatus = (typeof SLA_STATUSES)[number];
+
+/** How the courier's live tracking answered (tracking.ts). */
+export const COURIER_STATES = ['live', 'not_configured', 'unavailable', 'timeout', 'invalid_response'] as const;
+export type CourierState = (typeof COURIER_STATES)[number];
+
+/** The fields list_orders sorts by; `-field` sorts descending. */
+export const ORDER_SORT_FIELDS = ['createdAt', 'updatedAt', 'status', 'orderType'] as const;
+export type OrderSortField = (typeof ORDER_SORT_FIELDS)[number];
+export const DEFAULT_ORDER_SORT = '-createdAt';

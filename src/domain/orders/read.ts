@@ -6,7 +6,7 @@ import { paginate, type PageOrder } from '../../store/paging.js';
 import { and, containsText, sql, type Sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
 import type { PageInput } from '../../operations/common.js';
-import type { AnyOrderType, DeviceRole, OrderState, ShipmentDirection } from './model.js';
+import type { AnyOrderType, DeviceRole, OrderSortField, OrderState, ShipmentDirection } from './model.js';
 import { ORDER_PRODUCT_IDS } from './record.js';
 
 /** One row of list_orders: the order without its hierarchy (get_order has that). */
@@ -36,11 +36,7 @@ const SORT_COLUMNS = {
   updatedAt: { column: sql`o.updated_at`, type: 'timestamptz' },
   status: { column: sql`o.status`, type: 'text' },
   orderType: { column: sql`o.order_type`, type: 'text' },
-} as const satisfies Record<string, Omit<PageOrder, 'field' | 'descending'>>;
-
-export type OrderSortField = keyof typeof SORT_COLUMNS;
-export const ORDER_SORT_FIELDS = Object.keys(SORT_COLUMNS) as OrderSortField[];
-export const DEFAULT_ORDER_SORT = '-createdAt';
+} as const satisfies Record<OrderSortField, Omit<PageOrder, 'field' | 'descending'>>;
 
 export interface OrderSort {
   field: OrderSortField;

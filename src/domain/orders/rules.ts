@@ -11,33 +11,14 @@ import {
   type DispositionAction,
   type OrderType,
   type PurchaseType,
+  type ViolationCode,
 } from './model.js';
 
 /**
  * The business rules an order must pass, shared by validate_order_constraints and the creations:
  * every rule is evaluated and every violation reported, each under a stable code.
  */
-export const VIOLATION_CODES = [
-  'employee_not_found',
-  'employee_out_of_scope',
-  'employee_has_no_delivery_address',
-  'employee_has_no_devices',
-  'device_not_found',
-  'device_not_available',
-  'device_not_assigned_to_employee',
-  'device_in_open_order',
-  'swap_requires_return_and_replacement',
-  'disposition_device_not_in_order',
-  'legal_hold_blocks_disposition',
-  'pickup_window_not_in_future',
-  'catalog_item_not_found',
-  'catalog_item_unavailable_in_country',
-  'insufficient_catalog_stock',
-  'items_multiple_countries',
-  'items_country_not_employee_country',
-  'country_out_of_scope',
-] as const;
-export type ViolationCode = (typeof VIOLATION_CODES)[number];
+
 
 export interface Violation {
   code: ViolationCode;
@@ -48,8 +29,6 @@ export interface Violation {
   productId?: string;
 }
 
-/** Order types that bring devices back: only they take dispositions and a pickup window. */
-export const COLLECTING_TYPES: readonly OrderType[] = ['Offboarding', 'Collection', 'Swap from Inventory'];
 /** Order types that ship to the employee and so need their delivery address. */
 const DELIVERING_TYPES: readonly OrderType[] = ['Deployment', 'Swap from Inventory'];
 

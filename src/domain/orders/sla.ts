@@ -5,15 +5,13 @@ import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
 import { EVENT_ORDER } from './read.js';
-import { FINAL_STATES, SLA_AT_RISK_SHARE, slaTargetDays, type AnyOrderType, type OrderState } from './model.js';
+import { FINAL_STATES, SLA_AT_RISK_SHARE, slaTargetDays, type AnyOrderType, type OrderState, type SlaStatus } from './model.js';
 
 /**
  * The SLA of one order, computed from its timestamps and event log against a given clock.
  * `computeSla` is pure; `getOrderSla` loads its inputs.
  */
 
-export const SLA_STATUSES = ['on_track', 'at_risk', 'delayed', 'met', 'missed', 'cancelled'] as const;
-export type SlaStatus = (typeof SLA_STATUSES)[number];
 
 /** Return-type orders wait for a pickup; delivering orders need their device in stock. */
 const PICKUP_ORDER_TYPES: readonly AnyOrderType[] = ['Offboarding', 'Collection', 'Swap from Inventory'];

@@ -7,7 +7,7 @@ import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
 import { callUpstream } from '../../http/upstream.js';
-import type { OrderState } from './model.js';
+import type { CourierState, OrderState } from './model.js';
 import { EVENT_ORDER } from './read.js';
 
 /**
@@ -16,8 +16,6 @@ import { EVENT_ORDER } from './read.js';
  * slow or malformed, each shipment says so and the stored events are answered alone.
  */
 
-export const COURIER_STATES = ['live', 'not_configured', 'unavailable', 'timeout', 'invalid_response'] as const;
-export type CourierState = (typeof COURIER_STATES)[number];
 
 export interface TrackingEvent {
   source: 'stored' | 'courier';

@@ -1,0 +1,134 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+/*
+ * The import graph of src/ and cli/ must have no circles: modules load in one order, and a layer
+ * never reaches back up. Runtime imports (what Node evaluates) may form none at all. Type-only
+ * imports are erased at run time; the circles they still form (all through the `Core` type, which
+ * every layer names) are listed below and may only shrink: a file joining one fails the test.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+/** Files in type-only circles today. Remove a file once it leaves them; never add one. */
+const KNOWN_TYPE_CIRCLES = new Set([
+  'src/core.ts',
+  'src/domain/employees.ts',
+  'src/domain/orders/create.ts',
+  'src/domain/orders/events.ts',
+  'src/gateway/legacy-keys.ts',
+  'src/gateway/mappings.ts',
+  'src/gateway/metrics.ts',
+  'src/oauth/provider.ts',
+  'src/oauth/scopes.ts',
+  'src/oauth/verifier.ts',
+  'src/operations/common.ts',
+  'src/operations/company.ts',
+  'src/operations/domain-table.ts',
+  'src/operations/employees.ts',
+  'src/operations/identity.ts',
+  'src/operations/inventory.ts',
+  'src/operations/operation.ts',
+  'src/operations/order-reads.ts',
+  'src/operations/order-tracking.ts',
+  'src/operations/orders.ts',
+  'src/operations/teams.ts',
+  'src/store/paging.ts',
+]);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
+    .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)));
+}
+
+interface Edge {
+  to: string;
+  typeOnly: boolean;
+}
+
+/** Static imports and re-exports of project files; dynamic import() loads lazily and forms no load-order circle. */
+function importsOf(file: string, known: ReadonlySet<string>): Edge[] {
+  const source = ts.createSourceFile(file, readFileSync(join(ROOT, file), 'utf8'), ts.ScriptTarget.Latest);
+  const edges: Edge[] = [];
+  for (const statement of source.statements) {
+    let specifier: ts.Expression | undefined;
+    let typeOnly = false;
+    if (ts.isImportDeclaration(statement)) {
+      specifier = statement.moduleSpecifier;
+      const clause = statement.importClause;
+      const named = clause?.namedBindings;
+      typeOnly =
+        clause !== undefined &&
+        (clause.isTypeOnly ||
+          (clause.name === undefined && named !== undefined && ts.isNamedImports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly)));
+    } else if (ts.isExportDeclaration(statement) && statement.moduleSpecifier) {
+      specifier = statement.moduleSpecifier;
+      typeOnly = statement.isTypeOnly;
+    }
+    if (!specifier || !ts.isStringLiteral(specifier) || !specifier.text.startsWith('.')) continue;
+    const to = relative(ROOT, resolve(ROOT, dirname(file), specifier.text.replace(/\.js$/, '.ts')));
+    if (known.has(to)) edges.push({ to, typeOnly });
+  }
+  return edges;
+}
+
+/** Strongly connected components of more than one file (Tarjan), or a file importing itself. */
+function circles(graph: ReadonlyMap<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string) => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node)!, index.get(next)!));
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1 || graph.get(node)?.includes(node)) found.push(component.sort());
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return found;
+}
+
+describe('import graph of src/ and cli/', () => {
+  const files = [...sourceFiles('src'), ...sourceFiles('cli')];
+  const known = new Set(files);
+  const edges = new Map(files.map((file) => [file, importsOf(file, known)]));
+  const graph = (withTypes: boolean) => new Map([...edges].map(([file, out]) => [file, out.filter((e) => withTypes || !e.typeOnly).map((e) => e.to)]));
+
+  it('reads the project (the checker sees the imports it should)', () => {
+    expect(files.length).toBeGreaterThan(100);
+    expect(edges.get('src/operations/index.ts')?.map((e) => e.to)).toContain('src/operations/domain-table.ts');
+  });
+
+  it('has no circle of runtime imports', () => {
+    expect(circles(graph(false))).toEqual([]);
+  });
+
+  it('has no type-only circle beyond the known ones, which may only shrink', () => {
+    const members = circles(graph(true)).flat();
+    expect(members.filter((file) => !KNOWN_TYPE_CIRCLES.has(file))).toEqual([]);
+  });
+
+  it('finds a circle when there is one', () => {
+    expect(circles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]))).toEqual([['a', 'b', 'c']]);
+    expect(circles(new Map([['a', ['a']]]))).toEqual([['a']]);
+  });
+});
