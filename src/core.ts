@@ -12,7 +12,7 @@ import { createIdTokenVerifier } from './access/id-token.js';
 import { FirstUseRecorder } from './access/first-use.js';
 import { createMailer, type Mailer } from './domain/mail.js';
 import { defaultMappingsDir, loadMappings, MappingError, type Mappings } from './gateway/mappings.js';
-import { createMetrics, type Metrics } from './gateway/metrics.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import { UsageRecorder } from './gateway/legacy-keys.js';
 import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
 import { createAccessTokenVerifier } from './oauth/verifier.js';
@@ -137,7 +137,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
     const idTokens =
       config.oidcIssuer && config.oidcAudience ? createIdTokenVerifier(config.oidcIssuer, config.oidcAudience) : undefined;
     const mailer = createMailer(db, config, logger);
-    const metrics = createMetrics(mappings.sunset);
+    const metrics = createMetrics(mappings.sunset.sunset);
     if (logOutput) metrics.registry.registerMetric(logOutput.droppedLines);
     const feed = changes;
     const legacyUsage = new UsageRecorder(

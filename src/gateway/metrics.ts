@@ -1,5 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Sunset } from './mappings.js';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /*
  * Operator signals of the v2 → v4 gateway. Labels are bounded sets (routes of the maps, v2 scopes,
@@ -22,31 +21,13 @@ export interface GatewayMetrics {
   recordV2Request(labels: V2RequestLabels, seconds: number): void;
   recordUpstreamError(kind: string): void;
   recordLegacyKeyRejected(surface: LegacyKeySurface): void;
-  /** The maps may be loaded after the metrics exist; the gauge follows them. */
-  setSunset(sunset: Sunset): void;
-}
-
-export interface HttpMetrics {
-  /** `route` is the route pattern (e.g. /v4/employees/:id), never the concrete URL; "unmatched" for 404s. */
-  recordRequest(labels: { route: string; method: string; status: number }, seconds: number): void;
-  /** A request refused by the rate limit `limit` (its rule name). */
-  recordRateLimited(limit: string): void;
-}
-
-export interface Metrics {
-  registry: Registry;
-  gateway: GatewayMetrics;
-  http: HttpMetrics;
 }
 
 // A v2 list walks every v4 page, so the tail reaches seconds, unlike a single-record call.
 const TRANSLATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** One registry per core, so several cores in one process (tests) never share counters. */
-export function createMetrics(sunset?: Sunset): Metrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+/** The gateway's metrics, registered in the process's registry (src/metrics.ts). */
+export function createGatewayMetrics(registry: Registry, sunsetAt: Date): GatewayMetrics {
   const registers = [registry];
 
   const requests = new Counter({
@@ -79,8 +60,9 @@ export function createMetrics(sunset?: Sunset): Metrics {
     help: 'When v2 stops answering, as Unix seconds (from the maps\' sunset.yaml)',
     registers,
   });
+  sunsetGauge.set(Math.floor(sunsetAt.getTime() / 1000));
 
-  const gateway: GatewayMetrics = {
+  return {
     recordV2Request(labels, seconds) {
       requests.inc(labels);
       translation.observe({ route: labels.route }, seconds);
@@ -91,32 +73,5 @@ export function createMetrics(sunset?: Sunset): Metrics {
     recordLegacyKeyRejected(surface) {
       legacyKeyRejections.inc({ surface });
     },
-    setSunset(next) {
-      sunsetGauge.set(Math.floor(next.sunset.getTime() / 1000));
-    },
   };
-  if (sunset) gateway.setSunset(sunset);
-
-  const httpDuration = new Histogram({
-    name: 'svc_http_request_duration_seconds',
-    help: 'HTTP requests answered, by route pattern, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    buckets: HTTP_BUCKETS,
-    registers,
-  });
-  const rateLimited = new Counter({
-    name: 'svc_rate_limited_total',
-    help: 'Requests refused with 429 by a rate limit, by limit name',
-    labelNames: ['limit'] as const,
-    registers,
-  });
-  const http: HttpMetrics = {
-    recordRequest({ route, method, status }, seconds) {
-      httpDuration.observe({ route, method, status: String(status) }, seconds);
-    },
-    recordRateLimited(limit) {
-      rateLimited.inc({ limit });
-    },
-  };
-  return { registry, gateway, http };
 }

@@ -1,0 +1,51 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { createGatewayMetrics, type GatewayMetrics } from './gateway/metrics.js';
+
+/*
+ * The process's Prometheus registry, served at /metrics: Node's own metrics, the HTTP layer's, and
+ * the gateway's (src/gateway/metrics.ts). The MCP endpoint registers its tool counter here too.
+ */
+
+export interface HttpMetrics {
+  /** `route` is the route pattern (e.g. /v4/employees/:id), never the concrete URL; "unmatched" for 404s. */
+  recordRequest(labels: { route: string; method: string; status: number }, seconds: number): void;
+  /** A request refused by the rate limit `limit` (its rule name). */
+  recordRateLimited(limit: string): void;
+}
+
+export interface Metrics {
+  registry: Registry;
+  gateway: GatewayMetrics;
+  http: HttpMetrics;
+}
+
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** One registry per core, so several cores in one process (tests) never share counters. */
+export function createMetrics(sunsetAt: Date): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const httpDuration = new Histogram({
+    name: 'svc_http_request_duration_seconds',
+    help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: HTTP_BUCKETS,
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: 'svc_rate_limited_total',
+    help: 'Requests refused with 429 by a rate limit, by limit name',
+    labelNames: ['limit'] as const,
+    registers,
+  });
+  const http: HttpMetrics = {
+    recordRequest({ route, method, status }, seconds) {
+      httpDuration.observe({ route, method, status: String(status) }, seconds);
+    },
+    recordRateLimited(limit) {
+      rateLimited.inc({ limit });
+    },
+  };
+  return { registry, gateway: createGatewayMetrics(registry, sunsetAt), http };
+}
