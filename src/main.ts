@@ -444,7 +444,7 @@ ${describeLegacyKey(key)}
   type EventFlags = StoreFlags & Partial<Record<(typeof EVENT_FIELDS)[number], string>>;
   const postEvent = async (orderId: string, type: string, flags: EventFlags) => {
     const [{ OrderEventBody }, { operatorActor, recordOrderEvent }] = await Promise.all([
-      import('./operations/order-reads.js'),
+      import('./operations/order-events.js'),
       import('./domain/orders/events.js'),
     ]);
     const given = EVENT_FIELDS.filter((field) => flags[field] !== undefined).map((field) => [field, flags[field]]);

@@ -6,6 +6,7 @@ import { inventoryOperations } from './inventory.js';
 import { companyOperations } from './company.js';
 import { orderWriteOperations } from './orders.js';
 import { orderReadOperations } from './order-reads.js';
+import { orderEventOperations } from './order-events.js';
 import { orderTrackingOperations } from './order-tracking.js';
 
 /**
@@ -16,6 +17,7 @@ import { orderTrackingOperations } from './order-tracking.js';
 export const DOMAIN_OPERATIONS: readonly AnyOperation[] = [
   ...identityOperations,
   ...orderReadOperations,
+  ...orderEventOperations,
   ...orderWriteOperations,
   ...orderTrackingOperations,
   ...employeeOperations,
