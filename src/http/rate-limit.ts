@@ -23,13 +23,24 @@ export interface RateLimitRule {
  * counting, never to no limit, while Redis is down).
  */
 export function rateLimited(core: Core, rule: RateLimitRule) {
+  const enforce = rateLimiter(core, rule);
+  return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
+    await enforce(reply, rule.key(request));
+  };
+}
+
+/**
+ * The same limit for identities only the handler knows (the principal it authenticated): call it
+ * with them. Fails with 429 as rateLimited does.
+ */
+export function rateLimiter(core: Core, rule: Omit<RateLimitRule, 'key'>) {
   // Identities (IPs, client ids, usernames) are keyed by an HMAC, never stored in clear in Redis.
   // The window is part of the bucket: one limit may count the same identity per minute and per day.
   const bucketOf = (kind: string, value: string) =>
     `${rule.name}:${rule.windowSeconds}:${kind}:${createHmac('sha256', core.secretKey).update(value).digest('base64url').slice(0, 32)}`;
 
-  return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
-    const identities = Object.entries(rule.key(request)).filter((entry): entry is [string, string] => Boolean(entry[1]));
+  return async function enforce(reply: FastifyReply, identitiesByKind: Record<string, string | undefined>) {
+    const identities = Object.entries(identitiesByKind).filter((entry): entry is [string, string] => Boolean(entry[1]));
     const results = await Promise.all(
       identities.map(async ([kind, value]) => ({
         kind,

@@ -14,12 +14,12 @@ import type { Core } from '../core.js';
 import { AppError, ServiceUnavailable } from '../errors.js';
 import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';
-import { rateLimited } from '../http/rate-limit.js';
+import { rateLimiter } from '../http/rate-limit.js';
 import { isOAuthScope } from '../oauth/scopes.js';
 import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { registerIcons } from './icons.js';
 import { createMcpMetrics } from './metrics.js';
-import { createModernLeg, isModernRequest, MODERN_PROTOCOL_VERSIONS } from './modern.js';
+import { createModernLeg, header, isModernRequest, MODERN_PROTOCOL_VERSIONS } from './modern.js';
 import { createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
 import { canElicit } from './tool-calls.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
@@ -44,11 +44,6 @@ function refuse(reply: FastifyReply, status: number, message: string, code = SER
     .status(status)
     .type('application/json')
     .send({ jsonrpc: '2.0', id: requestIdOf(reply.request.body), error: { code, message, ...(data === undefined ? {} : { data }) } });
-}
-
-function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 /**
@@ -124,15 +119,9 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   registerIcons(app);
 
   const modern = createModernLeg(core, metrics);
-  const principalOfRequest = new WeakMap<FastifyRequest, string>();
   // Sessions are records in the shared state: a principal opening them without end would fill it.
   // Creation per hour is bounded, so live sessions are too (at most twice the limit, with the idle TTL of an hour).
-  const sessionLimit = rateLimited(core, {
-    name: 'mcp_sessions',
-    limit: core.config.mcpSessionsPerHour,
-    windowSeconds: 60 * 60,
-    key: (request) => ({ principal: principalOfRequest.get(request) }),
-  });
+  const sessionLimit = rateLimiter(core, { name: 'mcp_sessions', limit: core.config.mcpSessionsPerHour, windowSeconds: 60 * 60 });
 
   // Pending approvals would otherwise hold their streams (and the close) open until they time out.
   app.addHook('preClose', async () => {
@@ -234,8 +223,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     let session: McpSession | undefined;
     if (initialize) {
       try {
-        principalOfRequest.set(request, principalBinding(principal));
-        await sessionLimit(request, reply);
+        await sessionLimit(reply, { principal: principalBinding(principal) });
       } catch (error) {
         if (!(error instanceof AppError) || error.status !== 429) throw error;
         return refuse(reply, 429, error.message, SERVER_ERROR, { code: error.code });

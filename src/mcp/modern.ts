@@ -35,7 +35,8 @@ import { errorResult, listTools, toolOperation, type ToolResult } from './tools.
 
 export const MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;
 
-function header(request: FastifyRequest, name: string): string | undefined {
+/** A request header's first value (Node gives a repeated one as a list). */
+export function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }

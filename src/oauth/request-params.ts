@@ -1,4 +1,4 @@
-import { OAUTH_SCOPES } from './scopes.js';
+import { isOAuthScope, OAUTH_SCOPES } from './scopes.js';
 
 /*
  * Parameters of authorization, PAR and token requests, adjusted before oidc-provider reads them.
@@ -8,8 +8,6 @@ import { OAUTH_SCOPES } from './scopes.js';
 
 /** What a client that names no permission is offered: reading, never writing. */
 export const DEFAULT_SCOPES: readonly string[] = OAUTH_SCOPES.filter((scope) => scope.endsWith(':read'));
-
-const OAUTH_SCOPE_SET: ReadonlySet<string> = new Set(OAUTH_SCOPES);
 
 /**
  * `resource` in its RFC 3986 normal form (WHATWG URL: scheme and host lower-cased, default port
@@ -36,7 +34,7 @@ export function adjustAuthorizationParams(params: URLSearchParams, resource: str
   }
   if (kind === 'authorization') {
     const scopes = (params.get('scope') ?? '').split(' ').filter(Boolean);
-    if (!scopes.some((scope) => OAUTH_SCOPE_SET.has(scope))) {
+    if (!scopes.some(isOAuthScope)) {
       params.set('scope', [...scopes, ...DEFAULT_SCOPES].join(' '));
       changed = true;
     }

@@ -85,12 +85,15 @@ export function defineOperation<I extends z.ZodType, O extends z.ZodType>(
 }
 
 /** The one access check: capability first (so a caller cannot probe schemas), then input. */
-export async function invokeOperation(op: AnyOperation, ctx: OperationContext, rawInput: unknown): Promise<unknown> {
-  if (op.capability !== null && !ctx.principal.capabilities.has(op.capability)) {
-    throw forbidden('missing_capability', `This credential lacks ${op.capability}, which ${op.name} requires`, {
-      required: op.capability,
-    });
+/** The refusal of a credential lacking the capability an operation requires. */
+export function requireCapability(capabilities: ReadonlySet<string>, capability: Capability, operationName: string): void {
+  if (!capabilities.has(capability)) {
+    throw forbidden('missing_capability', `This credential lacks ${capability}, which ${operationName} requires`, { required: capability });
   }
+}
+
+export async function invokeOperation(op: AnyOperation, ctx: OperationContext, rawInput: unknown): Promise<unknown> {
+  if (op.capability !== null) requireCapability(ctx.principal.capabilities, op.capability, op.name);
   const parsed = op.input.safeParse(rawInput);
   if (!parsed.success) throw validationError(parsed.error, `input to ${op.name}`);
   const result = await op.handler(ctx, parsed.data);

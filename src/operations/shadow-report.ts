@@ -4,7 +4,7 @@ import { forbidden } from '../errors.js';
 import type { Core } from '../core.js';
 import type { ShadowReport } from '../gateway/shadow-check.js';
 import { Timestamp } from './common.js';
-import { defineOperation, onDemand } from './operation.js';
+import { defineOperation, onDemand, requireCapability } from './operation.js';
 
 /*
  * The shadow check's findings (src/gateway/shadow-check.ts), for `svc gateway shadow-report` and
@@ -66,9 +66,7 @@ export async function shadowReportFor(
   core: Core,
   caller: { role: string; companyIds: readonly string[]; capabilities: ReadonlySet<string> },
 ): Promise<ShadowReport> {
-  if (!caller.capabilities.has(SHADOW_REPORT_CAPABILITY)) {
-    throw forbidden('missing_capability', `This credential lacks ${SHADOW_REPORT_CAPABILITY}, which get_shadow_report requires`, { required: SHADOW_REPORT_CAPABILITY });
-  }
+  requireCapability(caller.capabilities, SHADOW_REPORT_CAPABILITY, 'get_shadow_report');
   if (caller.role !== 'admin') throw forbidden('admin_only', 'Only an admin may read the shadow check of their companies’ legacy keys');
   return (await shadowChecks()).shadowCheckOf(core).report(caller.companyIds);
 }
