@@ -165,9 +165,11 @@ export function expectNoInternalDetail(text: string, sent: unknown): void {
   let rest = text;
   const echoes = stringsIn(sent)
     .filter((s) => s.length > 0)
-    // As sent or trimmed (as Id and Text do); raw, JSON-escaped, escaped twice (an MCP error's text block), URL-encoded, well-formed.
+    // As sent or trimmed (as Id and Text do), as sent or well-formed (as a URL carries it);
+    // raw, JSON-escaped, escaped twice (an MCP error's text block), URL-encoded.
     .flatMap((s) => [s, s.trim()])
-    .flatMap((s) => [s, jsonEscaped(s), jsonEscaped(jsonEscaped(s)), encodePart(s), wellFormed(s)])
+    .flatMap((s) => [s, wellFormed(s)])
+    .flatMap((s) => [s, jsonEscaped(s), jsonEscaped(jsonEscaped(s)), encodePart(s)])
     .sort((a, b) => b.length - a.length);
   for (const echo of echoes) rest = rest.split(echo).join('');
   for (const pattern of INTERNAL_DETAIL) expect(rest, `internal detail ${pattern} in ${text.slice(0, 500)}`).not.toMatch(pattern);
