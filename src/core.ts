@@ -4,33 +4,29 @@ import { randomBytes } from 'node:crypto';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
 import { ConfigError } from './config.js';
-import { openDb, type Db } from './store/db.js';
+import { openDb } from './store/db.js';
 import { migrate } from './store/migrations.js';
 import { openChangeFeed, type ChangeFeed } from './store/change-feed.js';
 import { createAuthenticator, type Authenticator } from './access/authenticate.js';
 import { createIdTokenVerifier } from './access/id-token.js';
 import { FirstUseRecorder } from './access/first-use.js';
-import { createMailer, type Mailer } from './domain/mail.js';
-import { defaultMappingsDir, loadMappings, MappingError, type Mappings } from './gateway/mappings.js';
+import { createMailer } from './domain/mail.js';
+import type { DomainDeps } from './domain/deps.js';
+import { loadMappingsToServe, type Mappings } from './gateway/mappings.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { UsageRecorder } from './gateway/legacy-keys.js';
+import { UsageRecorder } from './gateway/legacy-key-usage.js';
 import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
 import { createAccessTokenVerifier } from './oauth/verifier.js';
 import { openSharedState, type SharedState } from './shared-state/index.js';
 import { requestSerializer } from './http/log-redaction.js';
 import { createStdoutLogOutput, type LogOutput } from './log-output.js';
 
-/** Everything an operation needs, built once per process from the parsed config. */
-export interface Core {
-  config: Config;
-  db: Db;
-  logger: Logger;
+/**
+ * The process's services, built once from the parsed config: the domain's dependencies and what
+ * the surfaces, the gateway and OAuth need above them.
+ */
+export interface Core extends DomainDeps {
   auth: Authenticator;
-  mailer: Mailer;
-  /** 32-byte key for encrypting secrets at rest (device PINs). */
-  secretKey: Buffer;
-  /** Injectable clock: tests move time, production reads the wall clock. */
-  now: () => Date;
   /** The v2 → v4 maps the gateway serves, read once at start. */
   mappings: Mappings;
   /** Prometheus registry of this core, served at /metrics. */
@@ -114,19 +110,8 @@ function resolveSecretKey(config: Config): Buffer {
   return key;
 }
 
-/** A wrong or missing map stops the start: the gateway would otherwise serve v2 wrongly. */
-function loadPackageMappings(): Mappings {
-  const dir = defaultMappingsDir();
-  try {
-    return loadMappings(dir);
-  } catch (error) {
-    if (error instanceof MappingError) throw new ConfigError(`The v2 maps in ${dir} are unusable: ${error.message}`);
-    throw error;
-  }
-}
-
 export async function createCore(config: Config, options: CoreOptions = {}): Promise<Core> {
-  const mappings = options.mappings ?? loadPackageMappings();
+  const mappings = options.mappings ?? loadMappingsToServe();
   const { logger, output: logOutput } = coreLogger(config, options.logger);
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema });
   let changes: ChangeFeed | undefined;

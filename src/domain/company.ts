@@ -4,10 +4,9 @@ import { companyScope } from '../access/scope.js';
 import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { paginate } from '../store/paging.js';
+import { paginate, type PageRequest } from '../store/paging.js';
 import { and, containsText, sql } from '../store/sql.js';
 import { conflict } from '../errors.js';
-import type { PageInput } from '../operations/common.js';
 
 export interface CompanyAddressFields {
   alias: string;
@@ -37,7 +36,7 @@ export interface AddressFilters {
   query?: string | undefined;
 }
 
-export async function listCompanyAddresses(db: Queryable, p: Principal, input: PageInput & AddressFilters) {
+export async function listCompanyAddresses(db: Queryable, p: Principal, input: PageRequest & AddressFilters) {
   const filters = [companyScope(readCompanies(p, input.companyId), 'a')];
   if (input.country) filters.push(sql`a.country = ${input.country}`);
   if (input.query) {

@@ -2,14 +2,13 @@ import type { Principal } from '../access/principal.js';
 import { readCompanies, resolveWriteCompany } from '../access/principal.js';
 import { employeeScope, teamScope } from '../access/scope.js';
 import { baseUrlOf } from '../config.js';
-import type { Core } from '../core.js';
+import type { DomainDeps } from './deps.js';
 import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { paginate } from '../store/paging.js';
+import { paginate, type PageRequest } from '../store/paging.js';
 import { and, containsText, join, raw, sql } from '../store/sql.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
-import type { PageInput } from '../operations/common.js';
 import { ensureTeamByName } from './teams.js';
 
 /** API field -> column of the plain employee fields (an allowlist: only these reach SQL as identifiers). */
@@ -75,7 +74,7 @@ export interface EmployeeFilters {
   country?: string | undefined;
 }
 
-export async function listEmployees(db: Queryable, p: Principal, input: PageInput & EmployeeFilters) {
+export async function listEmployees(db: Queryable, p: Principal, input: PageRequest & EmployeeFilters) {
   const filters = [employeeScope(p, readCompanies(p, input.companyId))];
   if (input.query) {
     filters.push(containsText(input.query, [sql`e.display_name`, sql`e.email`]));
@@ -172,7 +171,7 @@ function columnValues(fields: EmployeeFields): Array<[string, string | null]> {
 
 export const INVITATION_SUBJECT = 'You are invited to the Device Lifecycle dashboard';
 
-async function queueInvitation(core: Core, tx: Queryable, employee: EmployeeRecord): Promise<void> {
+async function queueInvitation(core: DomainDeps, tx: Queryable, employee: EmployeeRecord): Promise<void> {
   const [company] = await tx.query<{ name: string }>(sql`SELECT name FROM companies WHERE id = ${employee.companyId}`);
   const body = [
     `Hello ${employee.displayName},`,
@@ -193,7 +192,7 @@ async function queueInvitation(core: Core, tx: Queryable, employee: EmployeeReco
   });
 }
 
-export async function createEmployee(core: Core, p: Principal, input: NewEmployee) {
+export async function createEmployee(core: DomainDeps, p: Principal, input: NewEmployee) {
   const companyId = resolveWriteCompany(p, input.companyId);
   const { companyId: _company, teamName, sendInvitation, ...fields } = input;
   const result = await core.db.transaction(async (tx) => {
@@ -213,7 +212,7 @@ export async function createEmployee(core: Core, p: Principal, input: NewEmploye
   return result;
 }
 
-export async function updateEmployee(core: Core, p: Principal, id: string, changes: EmployeeChanges) {
+export async function updateEmployee(core: DomainDeps, p: Principal, id: string, changes: EmployeeChanges) {
   const { teamName, ...fields } = changes;
   const pairs = columnValues(fields);
   if (pairs.length === 0 && teamName === undefined) {

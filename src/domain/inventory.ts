@@ -4,10 +4,9 @@ import { deviceScope, employeeScope } from '../access/scope.js';
 import type { Db, Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { paginate, type Page } from '../store/paging.js';
+import { paginate, type Page, type PageRequest } from '../store/paging.js';
 import { and, containsText, join, sql, type Sql } from '../store/sql.js';
 import { AppError, badRequest, conflict, notFound, unprocessable, type FieldProblem } from '../errors.js';
-import type { PageInput } from '../operations/common.js';
 import {
   PIN_TYPES,
   PRODUCT_TYPES,
@@ -89,7 +88,7 @@ async function devicesByIds(db: Queryable, ids: string[]): Promise<DeviceRecord[
   return selectDevices(db, sql`d.id = ANY(${ids}::text[])`, sql`array_position(${ids}::text[], d.id)`);
 }
 
-async function pageOfDevices(db: Queryable, where: Sql, filters: Record<string, unknown>, input: PageInput): Promise<Page<DeviceRecord>> {
+async function pageOfDevices(db: Queryable, where: Sql, filters: Record<string, unknown>, input: PageRequest): Promise<Page<DeviceRecord>> {
   const page = await paginate<DeviceRow>(db, { columns: DEVICE_COLUMNS, from: DEVICE_FROM, where, key: sql`d.id`, filters }, input);
   return { ...page, rows: page.rows.map(toDevice) };
 }
@@ -104,7 +103,7 @@ export interface InventoryFilters {
   companyId?: string | undefined;
 }
 
-export async function searchInventory(db: Queryable, p: Principal, input: InventoryFilters & PageInput) {
+export async function searchInventory(db: Queryable, p: Principal, input: InventoryFilters & PageRequest) {
   const filters = [deviceScope(p, readCompanies(p, input.companyId))];
   if (input.query) {
     filters.push(containsText(input.query, [sql`d.serial_number`, sql`(d.manufacturer || ' ' || d.model)`]));
@@ -133,7 +132,7 @@ async function visibleEmployee(db: Queryable, p: Principal, id: string): Promise
   return employee;
 }
 
-export async function getAssignedDevices(db: Queryable, p: Principal, employeeId: string, input: PageInput) {
+export async function getAssignedDevices(db: Queryable, p: Principal, employeeId: string, input: PageRequest) {
   await visibleEmployee(db, p, employeeId);
   const where = and([sql`d.employee_id = ${employeeId}`, deviceScope(p, p.companyIds)]);
   return pageOfDevices(db, where, { employeeId }, input);

@@ -4,10 +4,9 @@ import { teamScope } from '../access/scope.js';
 import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { paginate } from '../store/paging.js';
+import { paginate, type PageRequest } from '../store/paging.js';
 import { and, containsText, sql } from '../store/sql.js';
 import { conflict, notFound } from '../errors.js';
-import type { PageInput } from '../operations/common.js';
 
 export interface TeamRecord {
   id: string;
@@ -35,7 +34,7 @@ async function uniqueName<T>(name: string, write: () => Promise<T>): Promise<T> 
   }
 }
 
-export async function listTeams(db: Queryable, p: Principal, input: PageInput & { companyId?: string | undefined; query?: string | undefined }) {
+export async function listTeams(db: Queryable, p: Principal, input: PageRequest & { companyId?: string | undefined; query?: string | undefined }) {
   const filters = [teamScope(p, readCompanies(p, input.companyId))];
   if (input.query) filters.push(containsText(input.query, [sql`t.name`]));
   return paginate<TeamRecord>(db, {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import type { ChangeTopic } from '../store/change-feed.js';
+import { ConfigError } from '../config.js';
 import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capabilities.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
@@ -149,14 +150,14 @@ const RouteSchema = z
     scope: ScopeName,
     passthrough: z.literal(true).optional(),
     request: Transforms,
-    v4: z.array(z.strictObject({ operation: OperationName })).min(1).optional(),
+    v4: OperationName.optional(),
     response: Transforms,
     compare: CompareSchema.optional(),
     guide: GuideSchema.optional(),
   })
   .superRefine((route, ctx) => {
     if ((route.v4 === undefined) === (route.passthrough === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['v4'], message: 'give exactly one of v4 (the calls) and passthrough: true' });
+      ctx.addIssue({ code: 'custom', path: ['v4'], message: 'give exactly one of v4 (the operation called) and passthrough: true' });
     }
     if (route.passthrough && (route.request.length > 0 || route.response.length > 0)) {
       ctx.addIssue({ code: 'custom', path: ['request'], message: 'a passthrough route is forwarded unchanged: no transforms' });
@@ -226,7 +227,7 @@ interface RouteCommon {
   guide: RouteGuide | undefined;
 }
 export type Route =
-  | (RouteCommon & { kind: 'v4'; request: Transform[]; v4: { operation: string }[]; response: Transform[]; compare: CompareRules })
+  | (RouteCommon & { kind: 'v4'; request: Transform[]; operation: string; response: Transform[]; compare: CompareRules })
   | (RouteCommon & { kind: 'passthrough' });
 
 export interface Sunset {
@@ -296,7 +297,7 @@ function knownOperation(name: string, where: string): AnyOperation {
 
 /** The capabilities the route's calls need besides its scope's: those of its lookups. */
 function checkOperations(route: Route & { kind: 'v4' }, entry: ScopeEntry, where: string): Capability[] {
-  const primary = route.v4.map((call) => call.operation);
+  const primary = [route.operation];
   const lookups: Capability[] = [];
   for (const t of [...route.request, ...route.response]) {
     if (t.op === 'follow_up') primary.push(t.operation);
@@ -306,7 +307,7 @@ function checkOperations(route: Route & { kind: 'v4' }, entry: ScopeEntry, where
       if (op.capability) lookups.push(op.capability);
     }
     if (t.op === 'unwrap_list') {
-      const last = knownOperation(route.v4[route.v4.length - 1]!.operation, where);
+      const last = knownOperation(route.operation, where);
       const shape = last.output instanceof z.ZodObject ? last.output.shape : {};
       if (!(t.key in shape) || !('nextCursor' in shape)) {
         throw new MappingError(`${where}: unwrap_list key "${t.key}" is not the list of ${last.name}'s envelope`);
@@ -340,7 +341,7 @@ function propertyNames(node: unknown, into = new Set<string>()): Set<string> {
   return into;
 }
 
-/** The guide's example fills every path parameter, and its new fields are fields of the route's v4 calls. */
+/** The guide's example fills every path parameter, and its new fields are fields of the route's v4 operation. */
 function checkGuide(route: Route, where: string): void {
   if (!route.guide) return;
   const { example, new_in_v4 } = route.guide;
@@ -349,10 +350,8 @@ function checkGuide(route: Route, where: string): void {
   if (new_in_v4.length === 0) return;
   if (route.kind !== 'v4') throw new MappingError(`${where}: guide.new_in_v4 names v4 fields, but the route has no v4 successor`);
   const known = new Set<string>();
-  for (const { operation } of route.v4) {
-    const op = knownOperation(operation, where);
-    for (const io of ['input', 'output'] as const) propertyNames(z.toJSONSchema(op[io], { io, unrepresentable: 'any' }), known);
-  }
+  const op = knownOperation(route.operation, where);
+  for (const io of ['input', 'output'] as const) propertyNames(z.toJSONSchema(op[io], { io, unrepresentable: 'any' }), known);
   const unknown = new_in_v4.find((field) => !known.has(field));
   if (unknown) throw new MappingError(`${where}: guide.new_in_v4 names ${unknown}, which no v4 call of the route takes or answers`);
 }
@@ -369,6 +368,16 @@ function checkSunset(sunset: Sunset): void {
       throw new MappingError(`${where}: must lie between the deprecation date ${iso(sunset.deprecation)} and the sunset ${iso(sunset.sunset)}`);
     }
   });
+}
+
+/** The maps a start or an operator command serves: a wrong or missing map stops it, since the gateway would serve v2 wrongly. */
+export function loadMappingsToServe(dir: string = defaultMappingsDir()): Mappings {
+  try {
+    return loadMappings(dir);
+  } catch (error) {
+    if (error instanceof MappingError) throw new ConfigError(`The v2 maps in ${dir} are unusable: ${error.message}`);
+    throw error;
+  }
 }
 
 /** Reads, validates and cross-checks the three maps of `dir`; throws MappingError on the first fault. */
@@ -391,7 +400,7 @@ export function loadMappings(dir: string): Mappings {
 
   const routes: Route[] = routesFile.routes.map(({ method, path, scope, v4, request, response, compare, guide }) =>
     v4
-      ? { kind: 'v4', method, path, scope, guide, request, v4, response, compare: compare ?? NO_COMPARE_RULES }
+      ? { kind: 'v4', method, path, scope, guide, request, operation: v4, response, compare: compare ?? NO_COMPARE_RULES }
       : { kind: 'passthrough', method, path, scope, guide },
   );
 
@@ -410,7 +419,7 @@ export function loadMappings(dir: string): Mappings {
     }
     if ((route.kind === 'passthrough') !== (entry.status === 'no-successor')) {
       throw new MappingError(
-        `${where}: scope ${entry.name} is ${entry.status}, so the route must ${entry.status === 'no-successor' ? 'be passthrough: true' : 'name its v4 calls'}`,
+        `${where}: scope ${entry.name} is ${entry.status}, so the route must ${entry.status === 'no-successor' ? 'be passthrough: true' : 'name its v4 operation'}`,
       );
     }
     checkGuide(route, where);

@@ -216,13 +216,12 @@ function responseChange(t: Transform, listOperation: AnyOperation): FieldChange 
 }
 
 function changesOf(route: V4Route): FieldChange[] {
-  const first = operation(route.v4[0]!.operation);
-  const last = operation(route.v4[route.v4.length - 1]!.operation);
+  const called = operation(route.operation);
   const v2: Side = { method: route.method, params: pathParams(route.path) };
-  const v4: Side = { method: first.method, params: pathParams(first.path) };
+  const v4: Side = { method: called.method, params: pathParams(called.path) };
   const changes = [
     ...route.request.map((t) => requestChange(t, v2, v4)),
-    ...route.response.map((t) => responseChange(t, last)),
+    ...route.response.map((t) => responseChange(t, called)),
   ].filter((c): c is FieldChange => c !== undefined);
   const added = route.guide?.new_in_v4 ?? [];
   if (added.length > 0) {
@@ -313,23 +312,21 @@ function exampleOf(route: Route, prefix: string): GuideExample | undefined {
   }
   const listed = route.response.some((t) => t.op === 'unwrap_list');
   const input = listed ? { ...doc, limit: MAX_PAGE_SIZE } : doc;
-  const calls = route.v4.map(({ operation: name }, i) => {
-    const op = operation(name);
-    const idFrom = i === route.v4.length - 1 ? followUps[0]?.idFrom : undefined;
-    return exampleCall(op.method, op.path, input, 'V4_KEY', idFrom === undefined ? undefined : { variable: `NEW_${shellName(idFrom)}`, field: idFrom });
-  });
+  const called = operation(route.operation);
+  const idFrom = followUps[0]?.idFrom;
+  const call = exampleCall(called.method, called.path, input, 'V4_KEY', idFrom === undefined ? undefined : { variable: `NEW_${shellName(idFrom)}`, field: idFrom });
   const seconds = followUps.map(({ operation: name, idFrom, fields }) => {
     const op = operation(name);
     return exampleCall(op.method, op.path, { ...fields, id: `$NEW_${shellName(idFrom)}` }, 'V4_KEY');
   });
-  return { variables, v2, v4: [...lookups, ...calls, ...seconds] };
+  return { variables, v2, v4: [...lookups, call, ...seconds] };
 }
 
 /* --- the guide ------------------------------------------------------------------------------ */
 
 /** The calls replacing the route, and those looking up what v4 takes instead of a v2 value. */
 function callsOf(route: V4Route): { successor: string[]; lookups: string[] } {
-  const successor = [...route.v4.map((call) => call.operation), ...route.request.flatMap((t) => (t.op === 'follow_up' ? [t.operation] : []))];
+  const successor = [route.operation, ...route.request.flatMap((t) => (t.op === 'follow_up' ? [t.operation] : []))];
   const lookups = route.request.flatMap((t) => (t.op === 'lookup' ? [t.operation] : []));
   return { successor: [...new Set(successor)], lookups };
 }

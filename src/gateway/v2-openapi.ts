@@ -58,7 +58,7 @@ export function buildV2OpenApiDocument(mappings: Mappings, baseUrl: string) {
     ];
     const example = endpoint.example?.v2.body;
     // The gateway answers with the status of the route's last v4 call (201 for a creation).
-    const success = route.kind === 'passthrough' ? '2XX' : String(domainOperationByName(route.v4[route.v4.length - 1]!.operation)?.successStatus ?? 200);
+    const success = route.kind === 'passthrough' ? '2XX' : String(domainOperationByName(route.operation)?.successStatus ?? 200);
     const operation = {
       operationId: endpoint.anchor,
       summary: endpoint.successor[0] ? `${endpoint.successor[0].title} (v4: ${endpoint.successor[0].operation})` : 'No v4 successor',

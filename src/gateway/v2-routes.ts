@@ -47,7 +47,7 @@ function outcomeOf(status: number, forwardsToLegacy: boolean): string {
  */
 function successorPath(route: Route, params: Record<string, string>): string | undefined {
   if (route.kind === 'passthrough') return undefined;
-  const v4Path = domainOperationByName(route.v4[0]!.operation)?.path ?? '/v4';
+  const v4Path = domainOperationByName(route.operation)?.path ?? '/v4';
   const values = Object.values(params).map(encodeURIComponent);
   return v4Path.replace(/:[A-Za-z]+/g, (segment) => {
     const value = params[segment.slice(1)];
@@ -81,7 +81,7 @@ interface Answer {
   contentType?: string;
 }
 
-/** Calls the route's v4 operations and follow-ups with the bridge key and translates both ways. */
+/** Calls the route's v4 operation and follow-ups with the bridge key and translates both ways. */
 async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey, document: Doc, shared: SharedLookup): Promise<Answer> {
   const bridgeKey = key.bridgeApiKey;
   // A key holding a scope with a v4 successor always has a bridge key (see createLegacyKey).
@@ -101,12 +101,8 @@ async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey,
   const { followUps } = translated;
   // A v2 list walks every page: the first one as large as the later ones, so its cursor fits them.
   const input = route.response.some((t) => t.op === 'unwrap_list') ? { ...translated.input, limit: MAX_PAGE_SIZE } : translated.input;
-  let answer = { status: 200, data: undefined as unknown };
-  let source = { operation: route.v4[0]!.operation, input };
-  for (const { operation } of route.v4) {
-    source = { operation, input };
-    answer = await call(operation, input);
-  }
+  const source = { operation: route.operation, input };
+  let answer = await call(route.operation, input);
   for (const followUp of followUps) {
     const id = (answer.data as Doc)[followUp.idFrom];
     answer = { status: answer.status, data: (await call(followUp.operation, { ...followUp.fields, id })).data };

@@ -67,7 +67,6 @@ export const PageFields = {
 };
 
 export const PageQuery = z.object(PageFields);
-export type PageInput = z.output<typeof PageQuery>;
 
 /** The v4 list envelope around records stored under `key` (`employees`, `teams`, …). */
 export function listEnvelope<K extends string, T extends z.ZodType>(key: K, record: T) {

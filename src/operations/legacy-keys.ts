@@ -4,7 +4,8 @@ import type { Principal } from '../access/principal.js';
 import { forbidden, notFound } from '../errors.js';
 import { CUTOVER_STAGES, DISABLED_BY, USAGE_WINDOW_DAYS } from '../gateway/cutover-stage.js';
 import { Id, Text, Timestamp } from './common.js';
-import { columnsOf, defineOperation, onDemand } from './operation.js';
+import type { Core } from '../core.js';
+import { columnsOf, defineOperation, onDemand, type OperationContext } from './operation.js';
 
 const migrationPlans = onDemand(() => import('../gateway/migration-plan.js'));
 const legacyKeys = onDemand(() => import('../gateway/legacy-keys.js'));
@@ -129,7 +130,7 @@ export const legacyKeyOperations = [
     output: z.object({ keys: z.array(LegacyKey) }),
     // What an admin reviewing a migration asks first: which key, where its cutover stands, whether it is still used.
     columns: { keys: columnsOf(LegacyKey, ['id', 'name', 'cutover.stage', 'lastUsedAt', 'scopes', 'disabledAt', 'keyHint', 'capabilities', 'createdAt']) },
-    handler: async ({ core, principal }) => {
+    handler: async ({ core, principal }: OperationContext<Core>) => {
       requireAdmin(principal);
       return { keys: await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds }) };
     },
@@ -148,7 +149,7 @@ export const legacyKeyOperations = [
     input: z.strictObject({ id: Id.describe('Legacy key id (lk_…)') }),
     output: z.object({ key: LegacyKey, usage: z.array(Usage) }),
     columns: { usage: columnsOf(Usage, ['day', 'calls', 'endpoint', 'scope']) },
-    handler: async ({ core, principal }, { id }) => {
+    handler: async ({ core, principal }: OperationContext<Core>, { id }) => {
       requireAdmin(principal);
       // Another company's key reads as absent, like every record beyond the caller's reach: a 403 would confirm it exists.
       const [key] = await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds, id });
@@ -168,7 +169,7 @@ export const legacyKeyOperations = [
     origin: 'extension',
     input: z.strictObject({ id: Id.describe('Legacy key id (lk_…)') }),
     output: MigrationPlan,
-    handler: async ({ core, principal }, { id }) => {
+    handler: async ({ core, principal }: OperationContext<Core>, { id }) => {
       requireAdmin(principal);
       return (await migrationPlans()).buildMigrationPlan(core, principal.companyIds, id);
     },
@@ -200,7 +201,7 @@ export const legacyKeyOperations = [
         replacedKeyId: z.string().nullable().describe('The successor it replaced, now revoked'),
       }),
     }),
-    handler: async ({ core, principal }, { id, capabilities, replace }) => {
+    handler: async ({ core, principal }: OperationContext<Core>, { id, capabilities, replace }) => {
       requireAdmin(principal, 'Only an admin of the legacy key’s company may mint its successor');
       return (await cutover()).mintSuccessorKey(core, id, principal, { capabilities, replace });
     },
@@ -222,7 +223,7 @@ export const legacyKeyOperations = [
       reason: Text(200, 'Why, as the dashboard shows it (default: "disabled by <your email>")').optional(),
     }),
     output: z.object({ key: LegacyKey }),
-    handler: async ({ core, principal }, { id, reason }) => {
+    handler: async ({ core, principal }: OperationContext<Core>, { id, reason }) => {
       requireAdmin(principal, 'Only an admin of the legacy key’s company may disable it');
       return { key: await (await cutover()).adminDisableLegacyKey(core, id, { userId: principal.userId, email: principal.email, companyIds: principal.companyIds }, reason) };
     },

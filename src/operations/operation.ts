@@ -1,20 +1,29 @@
 import type { z } from 'zod';
 import type { Capability } from '../access/capabilities.js';
 import type { Principal } from '../access/principal.js';
-import type { Core } from '../core.js';
+import type { FirstUseRecorder } from '../access/first-use.js';
+import type { DomainDeps } from '../domain/deps.js';
 import { forbidden, validationError } from '../errors.js';
 
-export interface OperationContext {
-  core: Core;
+/**
+ * What a handler is given. Domain operations see the domain's dependencies only; the gateway's own
+ * operations (legacy keys, shadow report) name the full Core as C. Every surface passes the full
+ * Core, so the table may hold both (a handler is a method, so its context type is bivariant).
+ */
+export interface OperationContext<C extends DomainDeps = DomainDeps> {
+  core: C;
   principal: Principal;
   requestId: string;
 }
+
+/** What the runner itself needs beside the handler's context: where a key's first success is noted. */
+type RunnerContext = OperationContext<DomainDeps & { keyFirstUse: Pick<FirstUseRecorder, 'record'> }>;
 
 /**
  * One row of the operation table: the single definition from which REST routes, MCP tools,
  * CLI commands and the OpenAPI document are derived.
  */
-export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
+export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType, C extends DomainDeps = DomainDeps> {
   /** The MCP tool name, and the operation's identity everywhere else. */
   name: string;
   /** The `svc` command words: `<resource> <action>` (`company addresses list`), or one word (`whoami`). */
@@ -46,7 +55,7 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
    */
   columns?: Readonly<Record<string, readonly string[]>>;
   // Method syntax keeps the handler bivariant, so specific operations fit the table's type.
-  handler(ctx: OperationContext, input: z.output<I>): Promise<z.input<O>>;
+  handler(ctx: OperationContext<C>, input: z.output<I>): Promise<z.input<O>>;
 }
 
 export type AnyOperation = Operation<z.ZodType, z.ZodType>;
@@ -71,9 +80,9 @@ export function onDemand<M>(load: () => Promise<M>): () => Promise<M> {
 
 type Defaults = 'destructive' | 'idempotent' | 'openWorld' | 'origin' | 'successStatus';
 
-export function defineOperation<I extends z.ZodType, O extends z.ZodType>(
-  op: Omit<Operation<I, O>, Defaults> & Partial<Pick<Operation<I, O>, Defaults>>,
-): Operation<I, O> {
+export function defineOperation<I extends z.ZodType, O extends z.ZodType, C extends DomainDeps = DomainDeps>(
+  op: Omit<Operation<I, O, C>, Defaults> & Partial<Pick<Operation<I, O, C>, Defaults>>,
+): Operation<I, O, C> {
   return {
     destructive: false,
     idempotent: op.readOnly,
@@ -84,7 +93,6 @@ export function defineOperation<I extends z.ZodType, O extends z.ZodType>(
   };
 }
 
-/** The one access check: capability first (so a caller cannot probe schemas), then input. */
 /** The refusal of a credential lacking the capability an operation requires. */
 export function requireCapability(capabilities: ReadonlySet<string>, capability: Capability, operationName: string): void {
   if (!capabilities.has(capability)) {
@@ -92,7 +100,8 @@ export function requireCapability(capabilities: ReadonlySet<string>, capability:
   }
 }
 
-export async function invokeOperation(op: AnyOperation, ctx: OperationContext, rawInput: unknown): Promise<unknown> {
+/** The one access check: capability first (so a caller cannot probe schemas), then input. */
+export async function invokeOperation(op: AnyOperation, ctx: RunnerContext, rawInput: unknown): Promise<unknown> {
   if (op.capability !== null) requireCapability(ctx.principal.capabilities, op.capability, op.name);
   const parsed = op.input.safeParse(rawInput);
   if (!parsed.success) throw validationError(parsed.error, `input to ${op.name}`);

@@ -4,7 +4,7 @@ import { forbidden } from '../errors.js';
 import type { Core } from '../core.js';
 import type { ShadowReport } from '../gateway/shadow-check.js';
 import { Timestamp } from './common.js';
-import { defineOperation, onDemand, requireCapability } from './operation.js';
+import { defineOperation, onDemand, requireCapability, type OperationContext } from './operation.js';
 
 /*
  * The shadow check's findings (src/gateway/shadow-check.ts), for `svc gateway shadow-report` and
@@ -85,6 +85,6 @@ export const shadowReportOperations = [
     origin: 'extension',
     input: z.strictObject({}),
     output: ShadowReportSchema,
-    handler: async ({ core, principal }) => shadowReportFor(core, principal),
+    handler: async ({ core, principal }: OperationContext<Core>) => shadowReportFor(core, principal),
   }),
 ];

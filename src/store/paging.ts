@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from './db.js';
 import { raw, sql, type Sql } from './sql.js';
 import { badRequest } from '../errors.js';
-import type { PageInput } from '../operations/common.js';
+
+/** What a caller asks of a list: a page size, and an offset page or the previous page's cursor. */
+export interface PageRequest {
+  limit: number;
+  page?: number | undefined;
+  cursor?: string | undefined;
+}
 
 export interface Page<R> {
   rows: R[];
@@ -104,7 +110,7 @@ function orderBy(spec: PageQuerySpec): Sql {
  * or on (order column, key)). `page` without a cursor is offset paging, kept for clients that
  * jump to a page number.
  */
-export async function paginate<R extends { id: string }>(db: Queryable, spec: PageQuerySpec, input: PageInput): Promise<Page<R>> {
+export async function paginate<R extends { id: string }>(db: Queryable, spec: PageQuerySpec, input: PageRequest): Promise<Page<R>> {
   const filters = fingerprint(spec.filters);
   const limit = input.limit;
   let where = spec.where;

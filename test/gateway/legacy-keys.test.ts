@@ -8,9 +8,9 @@ import {
   importLegacyKeys,
   legacyKeyUsage,
   listLegacyKeys,
-  UsageRecorder,
   resolveLegacyKey,
 } from '../../src/gateway/legacy-keys.js';
+import { UsageRecorder } from '../../src/gateway/legacy-key-usage.js';
 import { capabilitiesForScopes, loadMappings } from '../../src/gateway/mappings.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, client, startTestApp, type TestApp } from '../helpers/harness.js';

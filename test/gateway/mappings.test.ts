@@ -99,7 +99,7 @@ describe('the shipped v2 → v4 maps', () => {
     expect(entry).toMatchObject({ status: 'covered-by-order-type', capability: 'mcp:orders:write' });
     expect(entry?.reason).toBeTruthy();
     const route = routeAt('POST /employees/:id/offboarding');
-    expect(route).toMatchObject({ kind: 'v4', v4: [{ operation: 'create_order' }] });
+    expect(route).toMatchObject({ kind: 'v4', operation: 'create_order' });
     expect(route?.kind === 'v4' && route.request).toContainEqual({ op: 'set', field: 'orderType', value: 'Offboarding' });
   });
 
@@ -113,7 +113,7 @@ describe('the shipped v2 → v4 maps', () => {
     const named = mappings.routes.flatMap((r) =>
       r.kind === 'v4'
         ? [
-            ...r.v4.map((c) => c.operation),
+            r.operation,
             ...[...r.request, ...r.response].flatMap((t) => (t.op === 'lookup' || t.op === 'follow_up' ? [t.operation] : [])),
           ]
         : [],
@@ -132,7 +132,7 @@ describe('the shipped v2 → v4 maps', () => {
     expect(typeOf('POST /orders/collection')).toEqual(['Collection']);
     expect(typeOf('POST /orders/swap')).toEqual(['Swap from Inventory']);
     expect(typeOf('POST /orders/purchaseOrder')).toEqual(['Purchase for Employee', 'Purchase for Inventory']);
-    expect(routeAt('POST /orders/purchaseOrder')).toMatchObject({ v4: [{ operation: 'create_purchase_order' }] });
+    expect(routeAt('POST /orders/purchaseOrder')).toMatchObject({ operation: 'create_purchase_order' });
   });
 
   it('splices shared transform lists and declares invitation=true as an explicit 400', () => {
@@ -230,18 +230,18 @@ describe('loadMappings refuses broken maps', () => {
   });
 
   it('an unknown v4 operation', () => {
-    const dir = shippedWith(ROUTES_FILE, '{ operation: get_product }', '{ operation: get_products }');
+    const dir = shippedWith(ROUTES_FILE, 'v4: get_product\n', 'v4: get_products\n');
     expect(loadError(dir)).toMatch(/GET \/products\/:productId\): names v4 operation "get_products", which is not in the operation table/);
   });
 
   it('a v4 call whose capability is not the scope’s', () => {
-    const dir = shippedWith(ROUTES_FILE, '{ operation: get_team }', '{ operation: get_order }');
+    const dir = shippedWith(ROUTES_FILE, 'v4: get_team\n', 'v4: get_order\n');
     expect(loadError(dir)).toMatch(/GET \/teams\/:teamId\): calls "get_order", which needs mcp:orders:read, but scope api\.team\.get maps to mcp:teams:read/);
   });
 
   it('a passthrough route for a scope that has a v4 successor', () => {
     const dir = shippedWith(SCOPES_FILE, 'status: no-successor\n    endpoints: [GET /company]\n    reason: no v4 company read', 'status: mapped\n    capability: mcp:company:read\n    endpoints: [GET /company]');
-    expect(loadError(dir)).toMatch(/GET \/company\): scope api\.company\.get is mapped, so the route must name its v4 calls/);
+    expect(loadError(dir)).toMatch(/GET \/company\): scope api\.company\.get is mapped, so the route must name its v4 operation/);
   });
 
   it('an unwrap_list key that is not the operation’s list', () => {
@@ -260,7 +260,7 @@ describe('loadMappings refuses broken maps', () => {
   });
 
   it('shadow-check rules on a write: writes are never mirrored', () => {
-    const dir = shippedWith(ROUTES_FILE, "    v4: [{ operation: create_team }]\n", "    v4: [{ operation: create_team }]\n    compare: { volatile: [createdAt] }\n");
+    const dir = shippedWith(ROUTES_FILE, "    v4: create_team\n", "    v4: create_team\n    compare: { volatile: [createdAt] }\n");
     expect(loadError(dir)).toMatch(/^v2-routes\.yaml: routes\.\d+\.compare: only a translated GET is compared with the legacy v2 API \(writes are never mirrored\)/);
   });
 

@@ -94,7 +94,7 @@ describe('the migration guide of the shipped maps', () => {
     (key, route) => {
       if (route.kind !== 'v4') throw new Error('v4 routes only');
       const endpoint = at(`${route.method} /v2${key.split(' ')[1]}`);
-      const first = domainOperationByName(route.v4[0]!.operation)!;
+      const first = domainOperationByName(route.operation)!;
       expect(endpoint.successor[0]).toEqual({ operation: first.name, method: first.method, path: first.path, title: first.title, capability: first.capability });
       expect(endpoint.capabilities).toContain(first.capability);
       expect(endpoint.noSuccessor).toBeUndefined();

@@ -412,7 +412,7 @@ describe.each(backends())('access matrix (%s)', (backend) => {
       const label = `${route.method} ${route.path}`;
       const fixture = V2_FIXTURES[label] ?? {};
       if (route.kind === 'v4' && !V2_FIXTURES[label]) throw new Error(`no v2 fixture for ${label}: add one to test/matrix/fixtures.ts`);
-      const op = route.kind === 'v4' ? OPERATIONS.find((o) => o.name === route.v4[0]!.operation)! : OPERATIONS[0]!;
+      const op = route.kind === 'v4' ? OPERATIONS.find((o) => o.name === route.operation)! : OPERATIONS[0]!;
       for (const credential of CREDENTIALS) {
         if (!applies(op, 'v2', credential)) continue;
         const params = (await fixture.params?.(world)) ?? {};

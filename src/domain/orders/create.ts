@@ -1,6 +1,6 @@
 import type { Principal } from '../../access/principal.js';
 import { deviceScope, orderScope } from '../../access/scope.js';
-import type { Core } from '../../core.js';
+import type { DomainDeps } from '../deps.js';
 import type { Queryable } from '../../store/db.js';
 import { newId } from '../../store/ids.js';
 import { join, sql } from '../../store/sql.js';
@@ -73,7 +73,7 @@ async function recordCreationEvent(tx: Queryable, e: NewOrderEvent): Promise<voi
  * transaction. The rules are re-checked inside it; the device_holds primary key then settles a
  * race for a device: the loser's hold is not written, and it rolls back whole.
  */
-export async function createOrder(core: Core, p: Principal, input: DeviceOrderInput): Promise<OrderRecord> {
+export async function createOrder(core: DomainDeps, p: Principal, input: DeviceOrderInput): Promise<OrderRecord> {
   const id = await core.db.transaction(async (tx) => {
     const { violations, plan } = await checkDeviceOrder(tx, p, input, core.now());
     if (!plan) throw constraintsViolated(violations);
@@ -113,7 +113,7 @@ export async function createOrder(core: Core, p: Principal, input: DeviceOrderIn
 }
 
 /** Places a Purchase for Employee or Purchase for Inventory order; its catalog items are stored on the order. */
-export async function createPurchaseOrder(core: Core, p: Principal, input: PurchaseOrderInput): Promise<OrderRecord> {
+export async function createPurchaseOrder(core: DomainDeps, p: Principal, input: PurchaseOrderInput): Promise<OrderRecord> {
   const id = await core.db.transaction(async (tx) => {
     const { violations, plan } = await checkPurchaseOrder(tx, p, input);
     if (!plan) throw constraintsViolated(violations);
@@ -172,7 +172,7 @@ async function refuseCatalogSku(tx: Queryable, ref: AccessoryDeviceRef, field: s
  * Requests a replacement charger for a device on an open order: a sub-order of type Accessory
  * serving that device. The device stays held by the parent order, so the sub-order holds nothing.
  */
-export async function addPowerAccessory(core: Core, p: Principal, orderId: string, ref: AccessoryDeviceRef): Promise<OrderRecord> {
+export async function addPowerAccessory(core: DomainDeps, p: Principal, orderId: string, ref: AccessoryDeviceRef): Promise<OrderRecord> {
   const field = ref.productId !== undefined ? 'productId' : 'serialNumber';
   const named = ref.productId ?? ref.serialNumber ?? '';
   await core.db.transaction(async (tx) => {

@@ -1,4 +1,5 @@
-import type { Core } from '../../core.js';
+import type { Authenticator } from '../../access/authenticate.js';
+import type { DomainDeps } from '../deps.js';
 import { sql } from '../../store/sql.js';
 import type { DemoData } from '../demo.js';
 import { registerDeviceInUse } from '../inventory.js';
@@ -15,18 +16,21 @@ export interface DemoOrders {
   purchase: string;
 }
 
+/** The admin's principal comes from its key, as on a request. */
+type DemoOrderDeps = DomainDeps & { auth: Authenticator };
+
 /**
  * Demo orders in several states, with history and tracking, placed and moved through the same
  * functions as the API: the admin places them as of some days ago, the operator posts the
  * logistics events that followed. Needs the demo data (seedDemo) and its admin key.
  */
-export async function seedDemoOrders(core: Core, demo: DemoData): Promise<DemoOrders> {
+export async function seedDemoOrders(core: DemoOrderDeps, demo: DemoData): Promise<DemoOrders> {
   const admin = await core.auth.authenticate({ 'x-api-key': demo.apiKeys.admin });
   const operator = await operatorActor(core.db);
   const start = core.now().getTime();
   const daysAgo = (days: number) => new Date(start - days * DAY_MS);
   // A core whose clock reads `days` ago, so an order is placed in the past.
-  const placedDaysAgo = (days: number): Core => ({ ...core, now: () => daysAgo(days) });
+  const placedDaysAgo = (days: number): DemoOrderDeps => ({ ...core, now: () => daysAgo(days) });
   const post = async (orderId: string, days: number, ...events: OrderEventInput[]) => {
     for (const event of events) await recordOrderEvent(core, operator, orderId, { ...event, occurredAt: daysAgo(days).toISOString() });
   };

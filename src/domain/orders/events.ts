@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../../access/principal.js';
-import type { Core } from '../../core.js';
+import type { DomainDeps } from '../deps.js';
 import type { Queryable } from '../../store/db.js';
 import { newId } from '../../store/ids.js';
 import { sql } from '../../store/sql.js';
@@ -359,7 +359,7 @@ async function applyEvent(posting: Posting, input: OrderEventInput): Promise<His
  * Posts one fulfilment or courier event on an order, in one transaction. REST callers pass
  * logisticsActor(principal), the CLI operatorActor(db).
  */
-export async function recordOrderEvent(core: Core, actor: LogisticsActor, orderId: string, input: OrderEventInput): Promise<RecordedEvent> {
+export async function recordOrderEvent(core: DomainDeps, actor: LogisticsActor, orderId: string, input: OrderEventInput): Promise<RecordedEvent> {
   return core.db.transaction(async (tx) => {
     const order = await lockOrder(tx, actor, orderId);
     const now = core.now();

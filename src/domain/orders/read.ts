@@ -2,10 +2,9 @@ import type { Principal } from '../../access/principal.js';
 import { readCompanies } from '../../access/principal.js';
 import { orderScope } from '../../access/scope.js';
 import type { Queryable } from '../../store/db.js';
-import { paginate, type PageOrder } from '../../store/paging.js';
+import { paginate, type PageOrder, type PageRequest } from '../../store/paging.js';
 import { and, containsText, sql, type Sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
-import type { PageInput } from '../../operations/common.js';
 import type { AnyOrderType, DeviceRole, OrderSortField, OrderState, ShipmentDirection } from './model.js';
 import { ORDER_PRODUCT_IDS } from './record.js';
 
@@ -65,7 +64,7 @@ function matchesText(text: string): Sql {
   return sql`(${byEmployee} OR ${containsText(text, [sql`o.id`])} OR ${bySerial})`;
 }
 
-export async function listOrders(db: Queryable, p: Principal, input: PageInput & OrderFilters) {
+export async function listOrders(db: Queryable, p: Principal, input: PageRequest & OrderFilters) {
   const { companyId, status, orderType, query, employeeId, topLevel, sort } = input;
   const filters = [orderScope(p, readCompanies(p, companyId))];
   if (status) filters.push(sql`o.status = ${status}`);

@@ -1,0 +1,20 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Db } from '../store/db.js';
+import type { Mailer } from './mail.js';
+
+/**
+ * What domain code and the operations above it are given: the bottom of the layering. The
+ * composition root (core.ts) builds a Core that is also these, so no domain module can reach
+ * OAuth, shared state, metrics or the gateway's maps.
+ */
+export interface DomainDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  mailer: Mailer;
+  /** 32-byte key for encrypting secrets at rest (device PINs). */
+  secretKey: Buffer;
+  /** Injectable clock: tests move time, production reads the wall clock. */
+  now: () => Date;
+}

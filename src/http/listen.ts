@@ -1,0 +1,69 @@
+import type { FastifyInstance } from 'fastify';
+import { baseUrlOf, type Config } from '../config.js';
+import type { Core } from '../core.js';
+
+// Of the grace, requests that hold out leave a fifth, at most this, to close the store and write the last log lines.
+const CLOSING_RESERVE_MAX_MS = 2000;
+
+/** Whether `work` settles within `ms`; its rejection is passed on. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Listens until SIGINT or SIGTERM, then drains and exits within SHUTDOWN_GRACE_MS, whatever hangs: no new
+ * requests (503); in-flight ones finish while more than the closing reserve (a fifth of the grace, at most
+ * 2 s) is left, then their connections are cut; the store closes (usage flushed, shared state and database
+ * closed); the log lines still buffered get the time left, so a log reader that stalls cannot hold the
+ * process. Exits 0, or 1 if closing failed or outlasted the grace. A second signal exits at once.
+ * Returns the URL it serves.
+ */
+export async function listenUntilSignalled(app: FastifyInstance, core: Core, config: Config): Promise<string> {
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      core.logger.warn({ signal }, 'second signal: exiting without waiting');
+      process.exit(1);
+    }
+    stopping = true;
+    const graceMs = config.shutdownGraceMs;
+    const deadline = Date.now() + graceMs;
+    const timeLeft = () => Math.max(0, deadline - Date.now());
+    core.logger.info({ signal, graceMs }, 'shutting down: finishing in-flight requests');
+    const cut = setTimeout(() => {
+      core.logger.warn('in-flight requests outlasted their share of the shutdown grace: closing their connections');
+      app.server.closeAllConnections();
+    }, graceMs - Math.min(CLOSING_RESERVE_MAX_MS, graceMs / 5));
+    const closing = (async () => {
+      await app.close();
+      clearTimeout(cut);
+      await core.close();
+    })();
+    let exitCode = 0;
+    try {
+      if (await settlesWithin(closing, timeLeft())) {
+        core.logger.info('stopped');
+      } else {
+        core.logger.error('shutdown grace period over before the store closed: exiting without it');
+        exitCode = 1;
+      }
+    } catch (error) {
+      core.logger.error({ err: error }, 'shutdown failed');
+      exitCode = 1;
+    }
+    await core.endLogs(timeLeft());
+    process.exit(exitCode);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  await app.listen({ port: config.port, host: config.host });
+  return baseUrlOf({ ...config, port: (app.server.address() as { port: number }).port });
+}

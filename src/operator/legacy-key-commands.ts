@@ -1,0 +1,72 @@
+import { readFileSync } from 'node:fs';
+import { Option, type Command } from 'commander';
+import { AppError } from '../errors.js';
+import type { LegacyKeySummary } from '../gateway/legacy-keys.js';
+import { output, storeOptions, withCore, type StoreFlags } from './store-options.js';
+
+/** `legacy-keys`: registering one provisions its bridge user and v4 key (the spec's reissue steps). */
+export function addLegacyKeyCommands(program: Command): void {
+  const legacyKeys = program.command('legacy-keys').description('register and retire legacy v2 keys served by the gateway');
+  // The package's maps are found only when a command runs: the program itself never loads them.
+  const withMappings = (command: Command) =>
+    storeOptions(command.addOption(new Option('--mappings <dir>', 'the v2 → v4 maps (scopes.yaml …); default: the package’s')));
+  const loadMaps = async (dir: string | undefined) => (await import('../gateway/mappings.js')).loadMappingsToServe(dir);
+  const describeLegacyKey = (key: LegacyKeySummary) =>
+    `${key.id}  ${key.companyId}  ${key.keyHint}  ${key.disabledAt ? 'disabled' : 'active'}  ${key.name}  [${key.scopes.join(', ')}] → [${key.capabilities.join(', ')}]`;
+  withMappings(
+    legacyKeys
+      .command('create')
+      .description('generate a legacy key for a company; the raw key is printed once')
+      .requiredOption('--company <id>', 'the company the key is bound to')
+      .requiredOption('--name <name>', 'a label for the key')
+      .requiredOption('--scopes <list>', 'comma-separated v2 scopes, e.g. api.employees.getAll,api.teams.getAll'),
+  ).action(async (flags: StoreFlags & { company: string; name: string; scopes: string; mappings?: string }) => {
+    const { createLegacyKey } = await import('../gateway/legacy-keys.js');
+    const mappings = await loadMaps(flags.mappings);
+    const scopes = flags.scopes.split(',').map((s) => s.trim()).filter(Boolean);
+    await withCore(flags, async (core) => {
+      const { rawKey, ...key } = await createLegacyKey(core, mappings, { companyId: flags.company, name: flags.name, scopes });
+      output(flags, { ...key, legacyKey: rawKey }, `${rawKey}
+${describeLegacyKey(key)}
+(this is the only time the key is shown)`);
+    });
+  });
+  withMappings(
+    legacyKeys
+      .command('import')
+      .description('register existing v2 keys from a JSON or YAML list of {company, name, key, scopes}, all or none')
+      .argument('<file>'),
+  ).action(async (file: string, flags: StoreFlags & { mappings?: string }) => {
+    const { importLegacyKeys, parseImportDocument } = await import('../gateway/legacy-keys.js');
+    const mappings = await loadMaps(flags.mappings);
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new AppError(400, 'import_file_unreadable', `Cannot read ${file}: ${(error as Error).message}`);
+    }
+    const document = parseImportDocument(text);
+    await withCore(flags, async (core) => {
+      const result = await importLegacyKeys(core, mappings, document);
+      output(flags, result, [`Imported ${result.imported} legacy key(s):`, ...result.keys.map(describeLegacyKey)].join('\n'));
+    });
+  });
+  storeOptions(legacyKeys.command('list').description('list legacy keys (never the keys themselves)').option('--company <id>')).action(
+    async (flags: StoreFlags & { company?: string }) => {
+      const { listLegacyKeys } = await import('../gateway/legacy-keys.js');
+      await withCore(flags, async (core) => {
+        const keys = await listLegacyKeys(core, flags.company === undefined ? {} : { companyIds: [flags.company] });
+        output(flags, keys, keys.length ? keys.map(describeLegacyKey).join('\n') : 'No legacy keys');
+      });
+    },
+  );
+  storeOptions(
+    legacyKeys.command('disable').description('disable a legacy key and revoke its bridge key (takes effect on the next request)').argument('<id>'),
+  ).action(async (id: string, flags: StoreFlags) => {
+    const { disableLegacyKey } = await import('../gateway/legacy-keys.js');
+    await withCore(flags, async (core) => {
+      const key = await disableLegacyKey(core, id);
+      output(flags, key, `Disabled ${id}${key.bridgeKeyId ? `; bridge key ${key.bridgeKeyId} revoked` : ''}`);
+    });
+  });
+}
