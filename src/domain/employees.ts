@@ -7,7 +7,7 @@ import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { paginate, type PageRequest } from '../store/paging.js';
-import { and, containsText, join, raw, sql } from '../store/sql.js';
+import { and, containsText, join, raw, sql, type Sql } from '../store/sql.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { ensureTeamByName } from './teams.js';
 
@@ -90,9 +90,12 @@ export async function listEmployees(db: Queryable, p: Principal, input: PageRequ
   }, input);
 }
 
+/** The read of one employee the principal may see (also what bench/reference.ts runs bare). */
+export const visibleEmployeeQuery = (p: Principal, id: string): Sql =>
+  sql`SELECT ${EMPLOYEE_COLUMNS} FROM ${EMPLOYEE_FROM} WHERE e.id = ${id} AND ${employeeScope(p, p.companyIds)}`;
+
 async function findVisible(db: Queryable, p: Principal, id: string): Promise<EmployeeRecord | undefined> {
-  const [employee] = await db.query<EmployeeRecord>(sql`
-    SELECT ${EMPLOYEE_COLUMNS} FROM ${EMPLOYEE_FROM} WHERE e.id = ${id} AND ${employeeScope(p, p.companyIds)}`);
+  const [employee] = await db.query<EmployeeRecord>(visibleEmployeeQuery(p, id));
   return employee;
 }
 

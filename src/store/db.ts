@@ -2,6 +2,7 @@ import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 
 import { join } from 'node:path';
 import { ServiceUnavailable } from '../errors.js';
 import { sql, type Sql } from './sql.js';
+import { isStalePreparedStatement, StatementNames } from './statement-names.js';
 
 /** Something that runs parameterised SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -187,9 +188,22 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       throw connectionLost(error);
     }
   };
+  // Outside transactions only: a stale plan is retried unnamed, which an aborted transaction could not do.
+  const names = new StatementNames();
+  const runPrepared = async <R>(statement: Sql) => {
+    const { text, values } = statement.toQuery();
+    const name = names.nameFor(text);
+    try {
+      return (await pool.query(name === undefined ? { text, values } : { name, text, values })).rows as R[];
+    } catch (error) {
+      if (name === undefined || !isStalePreparedStatement(error)) throw connectionLost(error);
+      names.renew();
+      return run<R>(pool, statement);
+    }
+  };
   return {
     kind: 'postgres',
-    query: (statement) => run(pool, statement),
+    query: runPrepared,
     transaction: async (work) => {
       const client = await pool.connect().catch((error: unknown) => {
         throw connectionLost(error);

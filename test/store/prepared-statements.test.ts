@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { DatabaseUnavailable, openDb, type Db } from '../../src/store/db.js';
+import { raw, sql } from '../../src/store/sql.js';
+import { adminQuery } from '../helpers/harness.js';
+
+/*
+ * Statements run often are prepared on each PostgreSQL connection (parsed and planned once), and
+ * nothing a caller sees changes: not after a migration changes a prepared statement's result type,
+ * not after every connection is cut. Queries run one at a time, so the pool lends its one idle
+ * connection each time and pg_prepared_statements (per connection) shows what it holds.
+ */
+
+const APPLICATION_NAME = `svc_prepared_${process.pid}`;
+
+describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => {
+  let db: Db;
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+
+  beforeAll(async () => {
+    await adminQuery(`CREATE SCHEMA ${schema}`);
+    const url = new URL(inject('postgresUrl'));
+    url.searchParams.set('application_name', APPLICATION_NAME);
+    db = await openDb({ databaseUrl: url.toString(), dataDir: 'memory://', schema });
+    await db.exec('CREATE TABLE gadgets (id int PRIMARY KEY, size int NOT NULL); INSERT INTO gadgets SELECT n, n * 10 FROM generate_series(1, 20) n');
+  });
+  afterAll(async () => {
+    await db?.close();
+    await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  });
+
+  const gadget = (id: number) => db.query<{ id: number; size: unknown }>(sql`SELECT id, size FROM gadgets WHERE id = ${id}`);
+  const GADGET_TEXT = 'SELECT id, size FROM gadgets WHERE id = $1';
+  const prepared = () =>
+    db.query<{ name: string; statement: string; runs: number }>(sql`SELECT name, statement, generic_plans + custom_plans AS runs FROM pg_prepared_statements`);
+
+  it('parses a statement run often once, then only binds and executes it', async () => {
+    for (let id = 1; id <= 10; id++) expect(await gadget(id)).toEqual([{ id, size: id * 10 }]);
+    const held = (await prepared()).filter((p) => p.statement === GADGET_TEXT);
+    // The first two runs go unnamed; the other eight run the one prepared statement.
+    expect(held).toEqual([{ name: expect.stringMatching(/^s\d+_/), statement: GADGET_TEXT, runs: 8 }]);
+  });
+
+  it('never names a text that varies from call to call', async () => {
+    for (let n = 0; n < 5; n++) await db.query(sql`SELECT size FROM gadgets WHERE id = 1 AND ${raw(`${n}`)} = ${n}`);
+    expect((await prepared()).filter((p) => p.statement.includes('AND 3 = '))).toEqual([]);
+  });
+
+  it('keeps answering when a migration changes what a prepared statement returns', async () => {
+    for (let i = 0; i < 5; i++) await gadget(1);
+    await db.exec('ALTER TABLE gadgets ALTER COLUMN size TYPE text');
+    // The stale plan is retried unnamed, then prepared anew under the next generation's name.
+    expect(await gadget(2)).toEqual([{ id: 2, size: '20' }]);
+    for (let id = 3; id <= 7; id++) expect(await gadget(id)).toEqual([{ id, size: String(id * 10) }]);
+    const held = (await prepared()).filter((p) => p.statement === GADGET_TEXT);
+    expect(held.map((p) => p.name.split('_')[0])).toContain('s1');
+  });
+
+  it('prepares again on new connections after every connection was cut (a restart)', async () => {
+    for (let i = 0; i < 5; i++) await gadget(1);
+    await adminQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '${APPLICATION_NAME}'`);
+    // The lost connection answers once as unavailable (503 to an HTTP caller); the next call reconnects.
+    const first = await gadget(4).catch((error: unknown) => error);
+    if (first instanceof Error) expect(first).toBeInstanceOf(DatabaseUnavailable);
+    for (let i = 0; i < 5; i++) expect(await gadget(4)).toEqual([{ id: 4, size: '40' }]);
+    const held = (await prepared()).filter((p) => p.statement === GADGET_TEXT);
+    expect(held).toHaveLength(1);
+    expect(held[0]!.runs).toBeGreaterThanOrEqual(5);
+  });
+});
