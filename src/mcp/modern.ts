@@ -2,12 +2,16 @@ import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import {
   classifyInboundRequest,
+  CLIENT_CAPABILITIES_META_KEY,
   createMcpHandler,
   createRequestStateCodec,
   inputRequired,
   inputResponse,
+  isSpecType,
+  PROTOCOL_VERSION_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
+  SERVER_INFO_META_KEY,
   Server,
   type AuthInfo,
   type InputRequiredResult,
@@ -21,7 +25,17 @@ import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
 import type { McpMetrics } from './metrics.js';
 import { principalBinding } from './sessions.js';
-import { approvalRequest, asksApproval, declinedResult, refusalOf, runTool, serverIdentity, type McpCallContext } from './tool-calls.js';
+import {
+  approvalRequest,
+  asksApproval,
+  declinedResult,
+  directToolCall,
+  refusalOf,
+  runTool,
+  serverIdentity,
+  type ElicitationCapability,
+  type McpCallContext,
+} from './tool-calls.js';
 import { errorResult, listTools, toolOperation, type ToolResult } from './tools.js';
 
 /*
@@ -174,8 +188,41 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
     return { core, principal, requestId, metrics, log };
   }
 
+  /**
+   * The SDK's answer to a tool call it would run without asking (see directToolCall), given without
+   * building a server: the request passes every rung of the revision's ladder as sent (version,
+   * Mcp-Method and Mcp-Name exactly as the body says, the SDK's own schema), is no approval's retry,
+   * and gets the result the SDK stamps. Undefined sends the request to the SDK.
+   */
+  async function answerDirectly(request: FastifyRequest, principal: Principal): Promise<unknown> {
+    const body = request.body as { id?: unknown; params?: Record<string, unknown> } | undefined;
+    const params = body?.params;
+    const envelope = params?._meta as Record<string, unknown> | undefined;
+    if (
+      header(request, 'mcp-protocol-version') !== MODERN_PROTOCOL_VERSIONS[0] ||
+      envelope?.[PROTOCOL_VERSION_META_KEY] !== MODERN_PROTOCOL_VERSIONS[0] ||
+      header(request, 'mcp-method') !== 'tools/call' ||
+      typeof params?.name !== 'string' ||
+      header(request, 'mcp-name') !== params.name ||
+      'requestState' in params ||
+      'inputResponses' in params ||
+      !isSpecType.JSONRPCRequest(body) ||
+      !isSpecType.CallToolRequest(body)
+    ) {
+      return undefined;
+    }
+    const ctx: McpCallContext = { core, principal, requestId: request.id, metrics, log: request.log };
+    const capabilities = envelope[CLIENT_CAPABILITIES_META_KEY] as ElicitationCapability | undefined;
+    const call = directToolCall(ctx, params.name, params.arguments, capabilities);
+    if (!call) return undefined;
+    const result = await runTool(ctx, call.op, call.input);
+    return { jsonrpc: '2.0', id: body.id, result: { ...result, resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: serverIdentity(core).serverInfo } } };
+  }
+
   return {
     async serve(request, reply, principal) {
+      const direct = await answerDirectly(request, principal);
+      if (direct !== undefined) return reply.send(direct);
       // The SDK reads only the media type and its own routing headers; copying the rest would cost every call.
       const headers = new Headers();
       for (const name of FORWARDED_HEADERS) {

@@ -8,13 +8,15 @@ import {
   ListToolsRequestSchema,
   McpError,
   type ClientCapabilities,
+  type JSONRPCRequest,
+  type JSONRPCResultResponse,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
-import { approvalRequest, asksApproval, declinedResult, refusalOf, runTool, serverIdentity, type McpCallContext } from './tool-calls.js';
+import { approvalRequest, asksApproval, declinedResult, directToolCall, refusalOf, runTool, serverIdentity, type McpCallContext } from './tool-calls.js';
 import { listTools, toolOperation, type ToolResult } from './tools.js';
 
 /*
@@ -48,6 +50,18 @@ async function askApproval(op: AnyOperation, input: unknown, sendRequest: SendRe
     // A timeout, a client error or an ended session: without a yes, nothing runs.
     return 'no answer';
   }
+}
+
+/**
+ * The SDK server's answer to a tool call it would run without asking (see directToolCall), given
+ * without building one; undefined for any other request, which the SDK server then answers.
+ */
+export async function answerDirectly(ctx: McpCallContext, request: JSONRPCRequest, clientCapabilities: ClientCapabilities): Promise<JSONRPCResultResponse | undefined> {
+  if (request.method !== 'tools/call') return undefined;
+  const parsed = CallToolRequestSchema.safeParse(request);
+  const call = parsed.success ? directToolCall(ctx, parsed.data.params.name, parsed.data.params.arguments, clientCapabilities) : undefined;
+  if (!call) return undefined;
+  return { jsonrpc: '2.0', id: request.id, result: await runTool(ctx, call.op, call.input) };
 }
 
 /** One server per HTTP request, for one principal and the capabilities its session declared at initialize. */

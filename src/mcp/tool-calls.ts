@@ -8,7 +8,7 @@ import { publicBaseUrl } from './discovery.js';
 import { icon } from './icons.js';
 import { outcomeOfStatus, type McpMetrics } from './metrics.js';
 import { toAppError } from '../http/errors.js';
-import { canCall, errorResult, successResult, type ToolResult } from './tools.js';
+import { canCall, errorResult, successResult, toolOperation, type ToolResult } from './tools.js';
 
 /*
  * What every protocol era's server shares: who it is, what it tells the model, and how one tool
@@ -57,6 +57,22 @@ export function canElicit(capabilities: ElicitationCapability | undefined): bool
  */
 export function asksApproval(ctx: McpCallContext, op: AnyOperation, input: unknown, capabilities: ElicitationCapability | undefined): boolean {
   return !op.readOnly && canElicit(capabilities) && canCall(ctx.principal, op) && op.input.safeParse(input).success;
+}
+
+/**
+ * A tool call the endpoint answers without building an SDK server: a known tool, and nothing to ask
+ * the user. Undefined sends the call to the SDK (unknown tools, approvals). Building a server per
+ * request cost more than the call itself; each era's direct answer is tested equal to its SDK's.
+ */
+export function directToolCall(
+  ctx: McpCallContext,
+  name: string,
+  args: unknown,
+  capabilities: ElicitationCapability | undefined,
+): { op: AnyOperation; input: unknown } | undefined {
+  const op = toolOperation(name);
+  const input = args ?? {};
+  return op && !asksApproval(ctx, op, input, capabilities) ? { op, input } : undefined;
 }
 
 /** Secrets in the input (a device PIN) are masked in the prompt: the user approves the action, not the value. */
