@@ -84,7 +84,7 @@ function lockDataDir(dataDir: string): () => void {
 }
 
 async function openPglite(dataDir: string): Promise<Db> {
-  const { PGlite } = await import('@electric-sql/pglite');
+  const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
   const inMemory = dataDir.startsWith('memory://');
   let unlock = () => {};
   if (!inMemory) {
@@ -93,7 +93,7 @@ async function openPglite(dataDir: string): Promise<Db> {
   }
   let pg;
   try {
-    pg = await PGlite.create(inMemory ? dataDir : join(dataDir, 'pgdata'), { parsers });
+    pg = await PGlite.create(inMemory ? dataDir : join(dataDir, 'pgdata'), { parsers, extensions: { pg_trgm } });
   } catch (error) {
     unlock();
     throw error;

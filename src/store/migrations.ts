@@ -394,6 +394,24 @@ UPDATE legacy_keys SET key_hint = left(key_hint, (char_length(key_hint) - 1) / 2
 ALTER TABLE oauth_records ADD COLUMN grace_uses integer NOT NULL DEFAULT 0;
 `,
   },
+  {
+    // Free-text search (a case-insensitive substring, ILIKE '%text%') served by trigram indexes instead of a
+    // scan of every row; the queries are unchanged, so are the results. The extension lives in public so
+    // that every schema of the database finds it (tests use a schema per file); pg_trgm is a trusted
+    // extension: the database owner may create it.
+    id: '0012_trigram_search',
+    up: `
+CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
+CREATE INDEX employees_name_trgm_idx ON employees USING gin (display_name public.gin_trgm_ops);
+CREATE INDEX employees_email_trgm_idx ON employees USING gin (email public.gin_trgm_ops);
+CREATE INDEX teams_name_trgm_idx ON teams USING gin (name public.gin_trgm_ops);
+CREATE INDEX company_addresses_alias_trgm_idx ON company_addresses USING gin (alias public.gin_trgm_ops);
+CREATE INDEX company_addresses_city_trgm_idx ON company_addresses USING gin (city public.gin_trgm_ops);
+CREATE INDEX devices_serial_trgm_idx ON devices USING gin (serial_number public.gin_trgm_ops);
+CREATE INDEX devices_make_model_trgm_idx ON devices USING gin ((manufacturer || ' ' || model) public.gin_trgm_ops);
+CREATE INDEX orders_id_trgm_idx ON orders USING gin (id public.gin_trgm_ops);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;
