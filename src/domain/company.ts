@@ -48,6 +48,7 @@ export async function listCompanyAddresses(db: Queryable, p: Principal, input: P
     where: and(filters),
     key: sql`a.id`,
     filters: { companyId: input.companyId, country: input.country, query: input.query },
+    everyRowOf: filters.length === 1 ? { relation: 'company_addresses', companyIds: readCompanies(p, input.companyId) } : undefined,
   }, input);
 }
 

@@ -87,6 +87,7 @@ export async function listEmployees(db: Queryable, p: Principal, input: PageRequ
     where: and(filters),
     key: sql`e.id`,
     filters: { companyId: input.companyId, query: input.query, teamName: input.teamName, country: input.country },
+    everyRowOf: p.role === 'admin' && filters.length === 1 ? { relation: 'employees', companyIds: readCompanies(p, input.companyId) } : undefined,
   }, input);
 }
 

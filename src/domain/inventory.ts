@@ -4,7 +4,7 @@ import { deviceScope, employeeScope } from '../access/scope.js';
 import type { Db, Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { paginate, type Page, type PageRequest } from '../store/paging.js';
+import { paginate, type Page, type PageQuerySpec, type PageRequest } from '../store/paging.js';
 import { and, containsText, join, sql, type Sql } from '../store/sql.js';
 import { AppError, badRequest, conflict, notFound, unprocessable, type FieldProblem } from '../errors.js';
 import {
@@ -88,8 +88,14 @@ async function devicesByIds(db: Queryable, ids: string[]): Promise<DeviceRecord[
   return selectDevices(db, sql`d.id = ANY(${ids}::text[])`, sql`array_position(${ids}::text[], d.id)`);
 }
 
-async function pageOfDevices(db: Queryable, where: Sql, filters: Record<string, unknown>, input: PageRequest): Promise<Page<DeviceRecord>> {
-  const page = await paginate<DeviceRow>(db, { columns: DEVICE_COLUMNS, from: DEVICE_FROM, where, key: sql`d.id`, filters }, input);
+async function pageOfDevices(
+  db: Queryable,
+  where: Sql,
+  filters: Record<string, unknown>,
+  input: PageRequest,
+  everyRowOf?: PageQuerySpec['everyRowOf'],
+): Promise<Page<DeviceRecord>> {
+  const page = await paginate<DeviceRow>(db, { columns: DEVICE_COLUMNS, from: DEVICE_FROM, where, key: sql`d.id`, filters, everyRowOf }, input);
   return { ...page, rows: page.rows.map(toDevice) };
 }
 
@@ -114,7 +120,8 @@ export async function searchInventory(db: Queryable, p: Principal, input: Invent
   if (input.country) filters.push(sql`d.country = ${input.country}`);
   if (input.status) filters.push(sql`d.status = ${input.status}`);
   const { query, inStock, category, productType, country, status, companyId } = input;
-  return pageOfDevices(db, and(filters), { query, inStock, category, productType, country, status, companyId }, input);
+  const everyRowOf = p.role === 'admin' && filters.length === 1 ? { relation: 'devices' as const, companyIds: readCompanies(p, companyId) } : undefined;
+  return pageOfDevices(db, and(filters), { query, inStock, category, productType, country, status, companyId }, input, everyRowOf);
 }
 
 interface VisibleEmployee {

@@ -43,6 +43,7 @@ export async function listTeams(db: Queryable, p: Principal, input: PageRequest 
     where: and(filters),
     key: sql`t.id`,
     filters: { companyId: input.companyId, query: input.query },
+    everyRowOf: p.role === 'admin' && filters.length === 1 ? { relation: 'teams', companyIds: readCompanies(p, input.companyId) } : undefined,
   }, input);
 }
 

@@ -412,6 +412,54 @@ CREATE INDEX devices_make_model_trgm_idx ON devices USING gin ((manufacturer || 
 CREATE INDEX orders_id_trgm_idx ON orders USING gin (id public.gin_trgm_ops);
 `,
   },
+  {
+    // Exact list totals without reading every row: each company's row count per table, kept by statement
+    // triggers in the transaction that writes the rows (so it commits and rolls back with them). A company's
+    // count is spread over 16 slots picked at random, so concurrent writers rarely wait on one row; a
+    // total is the sum of its slots. An update counts only when it moves rows between companies.
+    id: '0013_row_counts',
+    up: `
+CREATE TABLE row_counts (
+  relation text NOT NULL,
+  company_id text NOT NULL,
+  slot smallint NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (relation, company_id, slot)
+);
+CREATE FUNCTION count_company_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO row_counts AS c (relation, company_id, slot, n)
+    SELECT TG_TABLE_NAME, company_id, floor(random() * 16)::smallint, count(*) FROM added GROUP BY company_id
+    ON CONFLICT (relation, company_id, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO row_counts AS c (relation, company_id, slot, n)
+    SELECT TG_TABLE_NAME, company_id, floor(random() * 16)::smallint, -count(*) FROM removed GROUP BY company_id
+    ON CONFLICT (relation, company_id, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+  ELSE
+    INSERT INTO row_counts AS c (relation, company_id, slot, n)
+    SELECT TG_TABLE_NAME, company_id, floor(random() * 16)::smallint, sum(delta) FROM (
+      SELECT company_id, 1 AS delta FROM added UNION ALL SELECT company_id, -1 FROM removed
+    ) moved GROUP BY company_id HAVING sum(delta) <> 0
+    ON CONFLICT (relation, company_id, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+  END IF;
+  RETURN NULL;
+END
+$$;
+${['employees', 'teams', 'devices', 'orders', 'company_addresses']
+  .map(
+    (table) => `
+CREATE TRIGGER ${table}_count_insert AFTER INSERT ON ${table} REFERENCING NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION count_company_rows();
+CREATE TRIGGER ${table}_count_delete AFTER DELETE ON ${table} REFERENCING OLD TABLE AS removed
+  FOR EACH STATEMENT EXECUTE FUNCTION count_company_rows();
+CREATE TRIGGER ${table}_count_update AFTER UPDATE ON ${table} REFERENCING OLD TABLE AS removed NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION count_company_rows();
+INSERT INTO row_counts (relation, company_id, slot, n) SELECT '${table}', company_id, 0, count(*) FROM ${table} GROUP BY company_id;`,
+  )
+  .join('')}
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

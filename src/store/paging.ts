@@ -28,6 +28,22 @@ export interface PageQuerySpec {
   order?: PageOrder | undefined;
   /** The caller's filters; a cursor is only valid with the filters it was issued for. */
   filters: Record<string, unknown>;
+  /**
+   * Set when `where` selects exactly every row of these companies in `relation` (a company-wide scope,
+   * no filter): the total is read from the counters the writes keep (migration 0013), not by counting.
+   */
+  everyRowOf?: { relation: CountedRelation; companyIds: readonly string[] } | undefined;
+}
+
+/** The tables whose rows per company are counted as they are written. */
+export type CountedRelation = 'employees' | 'teams' | 'devices' | 'orders' | 'company_addresses';
+
+function totalOf(db: Queryable, spec: PageQuerySpec): Promise<{ n: number }[]> {
+  const counted = spec.everyRowOf;
+  return counted
+    ? db.query<{ n: number }>(sql`SELECT coalesce(sum(n), 0) AS n FROM row_counts
+        WHERE relation = ${counted.relation} AND company_id = ANY(${[...counted.companyIds]}::text[])`)
+    : db.query<{ n: number }>(sql`SELECT count(*) AS n FROM ${spec.from} WHERE ${spec.where}`);
 }
 
 /**
@@ -125,7 +141,7 @@ export async function paginate<R extends { id: string }>(db: Queryable, spec: Pa
   const [rows, counted] = await Promise.all([
     db.query<R>(sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${where}
       ORDER BY ${orderBy(spec)} LIMIT ${limit + 1} OFFSET ${offset}`),
-    db.query<{ n: number }>(sql`SELECT count(*) AS n FROM ${spec.from} WHERE ${spec.where}`),
+    totalOf(db, spec),
   ]);
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;

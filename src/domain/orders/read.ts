@@ -79,6 +79,7 @@ export async function listOrders(db: Queryable, p: Principal, input: PageRequest
     key: sql`o.id`,
     order: { ...SORT_COLUMNS[sort.field], field: sort.field, descending: sort.descending },
     filters: { companyId, status, orderType, query, employeeId, topLevel, sort: `${sort.descending ? '-' : ''}${sort.field}` },
+    everyRowOf: p.role === 'admin' && filters.length === 1 ? { relation: 'orders', companyIds: readCompanies(p, companyId) } : undefined,
   }, input);
 }
 
