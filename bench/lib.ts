@@ -1,6 +1,7 @@
-import { cpus, totalmem } from 'node:os';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
@@ -8,7 +9,7 @@ import type autocannon from 'autocannon';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
-import { createCore, type Core } from '../src/core.js';
+import { createCore, createLogger, type Core } from '../src/core.js';
 import { seedDemo, type DemoData } from '../src/domain/demo.js';
 import { buildApp } from '../src/http/app.js';
 
@@ -24,8 +25,11 @@ export interface BenchServer {
   close(): Promise<void>;
 }
 
-/** A real server on loopback, on an in-memory PGlite or a throwaway PostgreSQL schema. */
-export async function startBenchServer(backend: Backend): Promise<BenchServer> {
+/**
+ * A real server on loopback, on an in-memory PGlite or a throwaway PostgreSQL schema. Silent by
+ * default; `logLevel` logs as a deployment does (the service's redaction and serializers), to /dev/null.
+ */
+export async function startBenchServer(backend: Backend, options: { logLevel?: string } = {}): Promise<BenchServer> {
   const schema = backend === 'postgres' ? `bench_${randomBytes(4).toString('hex')}` : undefined;
   const admin = backend === 'postgres' ? new pg.Client({ connectionString: POSTGRES_URL }) : undefined;
   if (admin && schema) {
@@ -36,10 +40,11 @@ export async function startBenchServer(backend: Backend): Promise<BenchServer> {
     dataDir: 'memory://',
     databaseUrl: backend === 'postgres' ? POSTGRES_URL : undefined,
     secretKey: 'b'.repeat(64),
-    logLevel: 'silent',
+    logLevel: options.logLevel ?? 'silent',
     port: 0,
   });
-  const core = await createCore(config, { logger: pino({ level: 'silent' }), schema });
+  const logger = options.logLevel ? createLogger(config, pino.destination({ dest: '/dev/null', sync: false })) : pino({ level: 'silent' });
+  const core = await createCore(config, { logger, schema });
   const demo = await seedDemo(core.db);
   const app = await buildApp(core);
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -193,4 +198,16 @@ export async function benchEachBackend(
   const rows: Row[] = [];
   for (const backend of benchBackends()) rows.push(...(await run(backend)));
   console.log(writeResults(name, `npm run bench -- ${name}`, header, rows, notes));
+}
+
+/** POSTs `bodies` in turn (each request its own body) from a worker process, 10 connections, for `seconds`. */
+export async function postLoop(url: string, headers: Record<string, string>, bodies: unknown[], seconds: number): Promise<Measurement> {
+  const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'spec.json');
+  writeFileSync(file, JSON.stringify({ url, headers, bodies, seconds, connections: 10 }));
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', new URL('./workers/post-loop.ts', import.meta.url).pathname, file], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const result = JSON.parse(stdout) as Measurement & { exhausted: boolean };
+  if (result.exhausted) throw new Error('the load used every body before its time was up: give it more bodies');
+  return result;
 }

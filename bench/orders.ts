@@ -1,10 +1,5 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { sql } from '../src/store/sql.js';
-import { measure, startBenchServer, benchEachBackend, type Backend, type Measurement } from './lib.js';
+import { measure, postLoop, startBenchServer, benchEachBackend, type Backend } from './lib.js';
 
 /*
  * create_order throughput (Deployments, each of its own available device) and list_orders at
@@ -14,17 +9,6 @@ import { measure, startBenchServer, benchEachBackend, type Backend, type Measure
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ORDERS = 100_000;
 const STOCK = 20_000;
-
-async function postLoop(url: string, headers: Record<string, string>, bodies: unknown[]): Promise<Measurement> {
-  const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'spec.json');
-  writeFileSync(file, JSON.stringify({ url, headers, bodies, seconds: SECONDS, connections: 10 }));
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', new URL('./workers/post-loop.ts', import.meta.url).pathname, file], {
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  const result = JSON.parse(stdout) as Measurement & { exhausted: boolean };
-  if (result.exhausted) throw new Error('the benchmark ran out of devices: raise STOCK');
-  return result;
-}
 
 async function run(backend: Backend) {
   const server = await startBenchServer(backend);
@@ -48,7 +32,7 @@ async function run(backend: Backend) {
       employeeId: server.demo.employees.dana,
       productIds: [`dev_bench${String(i + 1).padStart(8, '0')}`],
     }));
-    const create = await postLoop(`${server.baseUrl}/v4/orders`, headers, bodies);
+    const create = await postLoop(`${server.baseUrl}/v4/orders`, headers, bodies, SECONDS);
 
     // 100,000 orders of 10,000 employees, one device each, in several states.
     await db.query(sql`

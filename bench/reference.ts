@@ -15,6 +15,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 
 async function run(backend: Backend) {
   const server = await startBenchServer(backend);
+  // The same project at the default log level, as deployed (its lines to /dev/null).
+  const logging = await startBenchServer(backend, { logLevel: 'info' });
   const pool = backend === 'postgres' ? new pg.Pool({ connectionString: POSTGRES_URL, max: 10, options: `-c search_path=${server.schema}` }) : undefined;
   const reference = Fastify();
   try {
@@ -44,19 +46,24 @@ async function run(backend: Backend) {
     }
     const plain = await measure(`${referenceUrl}${path}`, headers, SECONDS);
     const project = await measure(`${server.baseUrl}${path}`, headers, SECONDS);
+    const loggingHeaders = { 'x-api-key': logging.demo.apiKeys.admin };
+    const logged = await measure(`${logging.baseUrl}/v4/employees/${logging.demo.employees.dana}`, loggingHeaders, SECONDS);
     return [
       [backend, 'reference: Fastify + the same SQL, prepared', plain.requestsPerSecond, plain.p50, plain.p99, plain.errors],
       [backend, 'project: GET /v4/employees/{id}', project.requestsPerSecond, project.p50, project.p99, project.errors],
       [backend, 'ratio project ÷ reference', (project.requestsPerSecond / plain.requestsPerSecond).toFixed(2), '', '', ''],
+      [backend, 'project at LOG_LEVEL=info (lines to /dev/null)', logged.requestsPerSecond, logged.p50, logged.p99, logged.errors],
+      [backend, 'ratio project at info ÷ reference', (logged.requestsPerSecond / plain.requestsPerSecond).toFixed(2), '', '', ''],
     ];
   } finally {
     await reference.close();
     await pool?.end();
     await server.close();
+    await logging.close();
   }
 }
 
 await benchEachBackend('reference', ['store', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
-  `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback; the project at its bench log level (silent).`,
+  `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback; the project silent, then at the default log level with its lines written to /dev/null.`,
   'Target (issue 10): the project ≥ 0.8× the reference on PostgreSQL and on PGlite.',
 ]);

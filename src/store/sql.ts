@@ -51,11 +51,14 @@ export function and(parts: readonly Sql[]): Sql {
   return parts.length === 0 ? raw('TRUE') : sql`(${join(parts, ' AND ')})`;
 }
 
-/** Case-insensitive substring match of `text` in any of `columns`; LIKE wildcards in `text` match literally. */
+/**
+ * Case-insensitive substring match of `text` in any of `columns`; LIKE wildcards in `text` match
+ * literally. On lower(column), which the trigram indexes of migration 0012 cover.
+ */
 export function containsText(text: string, columns: readonly Sql[]): Sql {
   const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   return sql`(${join(
-    columns.map((column) => sql`${column} ILIKE ${pattern}`),
+    columns.map((column) => sql`lower(${column}) ILIKE ${pattern}`),
     ' OR ',
   )})`;
 }
