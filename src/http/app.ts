@@ -12,6 +12,7 @@ import { registerPages } from '../pages/index.js';
 import { registerMcp } from '../mcp/endpoint.js';
 import { readiness } from './health.js';
 import { BODY_LIMIT_BYTES, errorBody, toAppError } from './errors.js';
+import { RequestLog } from './request-log.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -35,6 +36,7 @@ export function baseApp(core: Core): FastifyInstance {
     },
     // On close, idle keep-alive connections go at once; busy ones finish their request first.
     forceCloseConnections: 'idle',
+    logController: new RequestLog(core.logger),
     trustProxy: core.config.trustProxy,
   });
 

@@ -18,7 +18,8 @@ const PADDED_URL = `/healthz?padding=${'x'.repeat(12_000)}`;
 const CONCURRENCY = 16;
 
 function startLoggingServer(): ServerProcess {
-  return new ServerProcess(['--data-dir', 'memory://', '--log-level', 'info'], {
+  // Debug: two lines per request (arrival and end), so each request's padded arrival line meets the full buffer.
+  return new ServerProcess(['--data-dir', 'memory://', '--log-level', 'debug'], {
     SHUTDOWN_GRACE_MS: String(GRACE_MS),
     LOG_BUFFER_BYTES: String(BUFFER_BYTES),
   });

@@ -98,7 +98,7 @@ describe('log redaction', () => {
 
     // The logs did record all this (or the test would prove nothing)…
     const logged = lines.map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string }; err?: Record<string, unknown> });
-    expect(logged.filter((line) => line.msg === 'incoming request').length).toBeGreaterThanOrEqual(20);
+    expect(logged.filter((line) => line.msg === 'request completed').length).toBeGreaterThanOrEqual(20);
     expect(logged.some((line) => line.req?.url === '/v4/employees?api_key=[redacted]&limit=1')).toBe(true);
     const failure = logged.find((line) => line.msg === 'request failed');
     expect(failure?.err).toMatchObject({

@@ -54,7 +54,8 @@ describe('svc-server serve: graceful shutdown on SIGTERM', () => {
     const seeded = JSON.parse(await runCommand(['seed', '--demo', '--json', '--data-dir', dataDir])) as SeedSummary;
     const usageBefore = await v2CallsRecorded(dataDir);
     // Usage is written only at shutdown: a flush interval far beyond the test.
-    server = new ServerProcess(['--data-dir', dataDir, '--log-level', 'info'], { LEGACY_USAGE_FLUSH_MS: '60000' });
+    // Debug, so that a request's arrival is logged (at info only its end is).
+    server = new ServerProcess(['--data-dir', dataDir, '--log-level', 'debug'], { LEGACY_USAGE_FLUSH_MS: '60000' });
     const url = await server.started();
     const admin = { 'x-api-key': seeded.apiKeys.admin };
 
