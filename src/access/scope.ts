@@ -1,5 +1,6 @@
 import type { Principal } from './principal.js';
 import { raw, sql, type Sql } from '../store/sql.js';
+import type { CountedRelation } from '../store/paging.js';
 
 /*
  * Row-level scoping, applied inside every query so that a list never shows a row that a
@@ -69,3 +70,11 @@ export function companyScope(companyIds: readonly string[], alias: string): Sql 
 /** Orders follow the employee they concern; a purchase into inventory follows its country. */
 export const orderScope = (p: Principal, companyIds: readonly string[], alias = 'o'): Sql =>
   employeeOrRegionScope(p, companyIds, alias);
+
+/**
+ * What the row counters count (migration 0013) when a list's filters are its scope alone and that
+ * scope is company-wide (an admin's; company addresses for everyone): every row of the companies.
+ */
+export function wholeCompanies(relation: CountedRelation, companyIds: readonly string[], filters: readonly Sql[], companyWide: boolean) {
+  return companyWide && filters.length === 1 ? { relation, companyIds } : undefined;
+}

@@ -1,6 +1,6 @@
 import type { Principal } from '../access/principal.js';
 import { readCompanies, resolveWriteCompany } from '../access/principal.js';
-import { companyScope } from '../access/scope.js';
+import { companyScope, wholeCompanies } from '../access/scope.js';
 import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
@@ -37,7 +37,8 @@ export interface AddressFilters {
 }
 
 export async function listCompanyAddresses(db: Queryable, p: Principal, input: PageRequest & AddressFilters) {
-  const filters = [companyScope(readCompanies(p, input.companyId), 'a')];
+  const companies = readCompanies(p, input.companyId);
+  const filters = [companyScope(companies, 'a')];
   if (input.country) filters.push(sql`a.country = ${input.country}`);
   if (input.query) {
     filters.push(containsText(input.query, [sql`a.alias`, sql`a.city`]));
@@ -48,7 +49,7 @@ export async function listCompanyAddresses(db: Queryable, p: Principal, input: P
     where: and(filters),
     key: sql`a.id`,
     filters: { companyId: input.companyId, country: input.country, query: input.query },
-    everyRowOf: filters.length === 1 ? { relation: 'company_addresses', companyIds: readCompanies(p, input.companyId) } : undefined,
+    everyRowOf: wholeCompanies('company_addresses', companies, filters, true),
   }, input);
 }
 

@@ -1,6 +1,6 @@
 import type { Principal } from '../access/principal.js';
 import { readCompanies, resolveWriteCompany } from '../access/principal.js';
-import { employeeScope, teamScope } from '../access/scope.js';
+import { employeeScope, teamScope, wholeCompanies } from '../access/scope.js';
 import { baseUrlOf } from '../config.js';
 import type { DomainDeps } from './deps.js';
 import type { Queryable } from '../store/db.js';
@@ -75,7 +75,8 @@ export interface EmployeeFilters {
 }
 
 export async function listEmployees(db: Queryable, p: Principal, input: PageRequest & EmployeeFilters) {
-  const filters = [employeeScope(p, readCompanies(p, input.companyId))];
+  const companies = readCompanies(p, input.companyId);
+  const filters = [employeeScope(p, companies)];
   if (input.query) {
     filters.push(containsText(input.query, [sql`e.display_name`, sql`e.email`]));
   }
@@ -87,7 +88,7 @@ export async function listEmployees(db: Queryable, p: Principal, input: PageRequ
     where: and(filters),
     key: sql`e.id`,
     filters: { companyId: input.companyId, query: input.query, teamName: input.teamName, country: input.country },
-    everyRowOf: p.role === 'admin' && filters.length === 1 ? { relation: 'employees', companyIds: readCompanies(p, input.companyId) } : undefined,
+    everyRowOf: wholeCompanies('employees', companies, filters, p.role === 'admin'),
   }, input);
 }
 

@@ -1,6 +1,6 @@
 import type { Principal } from '../access/principal.js';
 import { readCompanies, resolveWriteCompany } from '../access/principal.js';
-import { deviceScope, employeeScope } from '../access/scope.js';
+import { deviceScope, employeeScope, wholeCompanies } from '../access/scope.js';
 import type { Db, Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
@@ -110,7 +110,8 @@ export interface InventoryFilters {
 }
 
 export async function searchInventory(db: Queryable, p: Principal, input: InventoryFilters & PageRequest) {
-  const filters = [deviceScope(p, readCompanies(p, input.companyId))];
+  const companies = readCompanies(p, input.companyId);
+  const filters = [deviceScope(p, companies)];
   if (input.query) {
     filters.push(containsText(input.query, [sql`d.serial_number`, sql`(d.manufacturer || ' ' || d.model)`]));
   }
@@ -120,7 +121,7 @@ export async function searchInventory(db: Queryable, p: Principal, input: Invent
   if (input.country) filters.push(sql`d.country = ${input.country}`);
   if (input.status) filters.push(sql`d.status = ${input.status}`);
   const { query, inStock, category, productType, country, status, companyId } = input;
-  const everyRowOf = p.role === 'admin' && filters.length === 1 ? { relation: 'devices' as const, companyIds: readCompanies(p, companyId) } : undefined;
+  const everyRowOf = wholeCompanies('devices', companies, filters, p.role === 'admin');
   return pageOfDevices(db, and(filters), { query, inStock, category, productType, country, status, companyId }, input, everyRowOf);
 }
 

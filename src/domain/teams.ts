@@ -1,6 +1,6 @@
 import type { Principal } from '../access/principal.js';
 import { readCompanies, resolveWriteCompany } from '../access/principal.js';
-import { teamScope } from '../access/scope.js';
+import { teamScope, wholeCompanies } from '../access/scope.js';
 import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
@@ -35,7 +35,8 @@ async function uniqueName<T>(name: string, write: () => Promise<T>): Promise<T> 
 }
 
 export async function listTeams(db: Queryable, p: Principal, input: PageRequest & { companyId?: string | undefined; query?: string | undefined }) {
-  const filters = [teamScope(p, readCompanies(p, input.companyId))];
+  const companies = readCompanies(p, input.companyId);
+  const filters = [teamScope(p, companies)];
   if (input.query) filters.push(containsText(input.query, [sql`t.name`]));
   return paginate<TeamRecord>(db, {
     columns: TEAM_COLUMNS,
@@ -43,7 +44,7 @@ export async function listTeams(db: Queryable, p: Principal, input: PageRequest 
     where: and(filters),
     key: sql`t.id`,
     filters: { companyId: input.companyId, query: input.query },
-    everyRowOf: p.role === 'admin' && filters.length === 1 ? { relation: 'teams', companyIds: readCompanies(p, input.companyId) } : undefined,
+    everyRowOf: wholeCompanies('teams', companies, filters, p.role === 'admin'),
   }, input);
 }
 

@@ -353,7 +353,7 @@ function checkGuide(route: Route, where: string): void {
   const op = knownOperation(route.operation, where);
   for (const io of ['input', 'output'] as const) propertyNames(z.toJSONSchema(op[io], { io, unrepresentable: 'any' }), known);
   const unknown = new_in_v4.find((field) => !known.has(field));
-  if (unknown) throw new MappingError(`${where}: guide.new_in_v4 names ${unknown}, which no v4 call of the route takes or answers`);
+  if (unknown) throw new MappingError(`${where}: guide.new_in_v4 names ${unknown}, which the route's v4 operation neither takes nor answers`);
 }
 
 function checkSunset(sunset: Sunset): void {

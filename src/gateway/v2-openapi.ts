@@ -57,7 +57,7 @@ export function buildV2OpenApiDocument(mappings: Mappings, baseUrl: string) {
       ...queryFields(route).map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
     ];
     const example = endpoint.example?.v2.body;
-    // The gateway answers with the status of the route's last v4 call (201 for a creation).
+    // The gateway answers with the status of the route's v4 operation (201 for a creation).
     const success = route.kind === 'passthrough' ? '2XX' : String(domainOperationByName(route.operation)?.successStatus ?? 200);
     const operation = {
       operationId: endpoint.anchor,

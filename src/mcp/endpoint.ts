@@ -20,7 +20,7 @@ import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './
 import { registerIcons } from './icons.js';
 import { createMcpMetrics } from './metrics.js';
 import { createModernLeg, header, isModernRequest, MODERN_PROTOCOL_VERSIONS } from './modern.js';
-import { answerDirectly, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
+import { answerWithoutSdkServer, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
 import { canElicit } from './tool-calls.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
 import { canCall, toolOperation } from './tools.js';
@@ -255,7 +255,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       const [only] = requests;
       if (only && messages.length === 1 && !Array.isArray(request.body)) {
         const context = { core, principal, requestId: request.id, metrics, log: request.log };
-        const answer = await answerDirectly(context, only, session.clientCapabilities);
+        const answer = await answerWithoutSdkServer(context, only, session.clientCapabilities);
         if (answer) return reply.type('application/json').send(JSON.stringify(answer));
       }
     }

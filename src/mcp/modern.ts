@@ -62,14 +62,19 @@ export function header(request: FastifyRequest, name: string): string | undefine
  * all stay on the 2025 endpoint, whose answers every client understands.
  */
 export function isModernRequest(request: FastifyRequest): boolean {
-  const outcome = classifyInboundRequest({
+  const outcome = classify(request);
+  return outcome.kind === 'modern' || (outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape');
+}
+
+/** The SDK's own classification of a POST: its envelope, routing headers and body checked as the SDK checks them. */
+function classify(request: FastifyRequest) {
+  return classifyInboundRequest({
     httpMethod: request.method,
     body: request.body,
     protocolVersionHeader: header(request, 'mcp-protocol-version'),
     mcpMethodHeader: header(request, 'mcp-method'),
     mcpNameHeader: header(request, 'mcp-name'),
   });
-  return outcome.kind === 'modern' || (outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape');
 }
 
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'];
@@ -190,11 +195,12 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
 
   /**
    * The SDK's answer to a tool call it would run without asking (see directToolCall), given without
-   * building a server: the request passes every rung of the revision's ladder as sent (version,
-   * Mcp-Method and Mcp-Name exactly as the body says, the SDK's own schema), is no approval's retry,
-   * and gets the result the SDK stamps. Undefined sends the request to the SDK.
+   * building a server: the SDK classifies the request as a well-formed modern one (envelope and
+   * headers), it passes the rest of the revision's ladder as sent (version, Mcp-Method and Mcp-Name
+   * exactly as the body says, the SDK's own schema), is no approval's retry, and gets the result the
+   * SDK stamps. Undefined sends the request to the SDK, which answers or refuses it.
    */
-  async function answerDirectly(request: FastifyRequest, principal: Principal): Promise<unknown> {
+  async function answerWithoutSdkServer(request: FastifyRequest, principal: Principal): Promise<unknown> {
     const body = request.body as { id?: unknown; params?: Record<string, unknown> } | undefined;
     const params = body?.params;
     const envelope = params?._meta as Record<string, unknown> | undefined;
@@ -207,7 +213,8 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
       'requestState' in params ||
       'inputResponses' in params ||
       !isSpecType.JSONRPCRequest(body) ||
-      !isSpecType.CallToolRequest(body)
+      !isSpecType.CallToolRequest(body) ||
+      classify(request).kind !== 'modern'
     ) {
       return undefined;
     }
@@ -221,7 +228,7 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
 
   return {
     async serve(request, reply, principal) {
-      const direct = await answerDirectly(request, principal);
+      const direct = await answerWithoutSdkServer(request, principal);
       if (direct !== undefined) return reply.send(direct);
       // The SDK reads only the media type and its own routing headers; copying the rest would cost every call.
       const headers = new Headers();

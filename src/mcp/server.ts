@@ -56,7 +56,7 @@ async function askApproval(op: AnyOperation, input: unknown, sendRequest: SendRe
  * The SDK server's answer to a tool call it would run without asking (see directToolCall), given
  * without building one; undefined for any other request, which the SDK server then answers.
  */
-export async function answerDirectly(ctx: McpCallContext, request: JSONRPCRequest, clientCapabilities: ClientCapabilities): Promise<JSONRPCResultResponse | undefined> {
+export async function answerWithoutSdkServer(ctx: McpCallContext, request: JSONRPCRequest, clientCapabilities: ClientCapabilities): Promise<JSONRPCResultResponse | undefined> {
   if (request.method !== 'tools/call') return undefined;
   const parsed = CallToolRequestSchema.safeParse(request);
   const call = parsed.success ? directToolCall(ctx, parsed.data.params.name, parsed.data.params.arguments, clientCapabilities) : undefined;

@@ -2,7 +2,7 @@ import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 
 import { join } from 'node:path';
 import { ServiceUnavailable } from '../errors.js';
 import { sql, type Sql } from './sql.js';
-import { isStalePreparedStatement, StatementNames } from './statement-names.js';
+import { StatementNames } from './statement-names.js';
 
 /** Something that runs parameterised SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -196,8 +196,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     try {
       return (await pool.query(name === undefined ? { text, values } : { name, text, values })).rows as R[];
     } catch (error) {
-      if (name === undefined || !isStalePreparedStatement(error)) throw connectionLost(error);
-      names.renew();
+      if (name === undefined || names.failed(error) === undefined) throw connectionLost(error);
       return run<R>(pool, statement);
     }
   };

@@ -5,19 +5,26 @@ const RUNS_BEFORE_NAMING = 3;
 /** Texts tracked at most; beyond, new texts run unnamed (SQL built from many fragments cannot fill the connections). */
 const MAX_TEXTS = 1000;
 
+// 0A000 with this text: a prepared plan whose result columns a migration changed. 26000: a name the
+// connection no longer holds. Both fail before the statement runs, so running it again is safe.
+const STALE_PLAN = /cached plan must not change result type/;
+const UNKNOWN_STATEMENT = '26000';
+
 /**
  * Which statement texts PostgreSQL keeps prepared on each connection, so a hot read is parsed and
  * planned once per connection instead of on every call. A text gets a name (derived from the text
  * and a generation) once it has run a few times; texts stay few because every value is a
  * parameter, and MAX_TEXTS bounds the rest. A schema change can invalidate the prepared plans
- * ("cached plan must not change result type"): `renew` starts a new generation, so every
- * connection prepares each text again under a new name.
+ * ("cached plan must not change result type"): a new generation then names every text anew, so
+ * each connection prepares it again.
  */
 export class StatementNames {
   private readonly runs = new Map<string, number | string>();
   private generation = 0;
+  private stopped = false;
 
   nameFor(text: string): string | undefined {
+    if (this.stopped) return undefined;
     const seen = this.runs.get(text);
     if (typeof seen === 'string') return seen;
     if (seen === undefined && this.runs.size >= MAX_TEXTS) return undefined;
@@ -31,19 +38,20 @@ export class StatementNames {
     return name;
   }
 
-  renew(): void {
-    this.generation++;
-    this.runs.clear();
+  /** What a failed named statement says: `stale` plans are prepared anew; a `lost` name ends naming. */
+  failed(error: unknown): 'stale' | 'lost' | undefined {
+    const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+    if (code === '0A000' && typeof message === 'string' && STALE_PLAN.test(message)) {
+      this.generation++;
+      this.runs.clear();
+      return 'stale';
+    }
+    if (code === UNKNOWN_STATEMENT) {
+      // The connection dropped a name it was given: something between us and PostgreSQL (a pooler
+      // in transaction mode) does not keep session state, so no name would last.
+      this.stopped = true;
+      return 'lost';
+    }
+    return undefined;
   }
-}
-
-// 0A000 with this text: a prepared plan whose result columns a migration changed. 26000: a name the
-// connection no longer holds (a pooler that discards session state).
-const STALE_PLAN = /cached plan must not change result type/;
-const UNKNOWN_STATEMENT = '26000';
-
-/** Whether a failed named statement would succeed prepared anew. */
-export function isStalePreparedStatement(error: unknown): boolean {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return code === UNKNOWN_STATEMENT || (code === '0A000' && typeof message === 'string' && STALE_PLAN.test(message));
 }

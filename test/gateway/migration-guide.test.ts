@@ -277,9 +277,9 @@ describe('the maps refuse a guide that contradicts its route', () => {
     );
   });
 
-  it('a new field that no v4 call of the route has', () => {
+  it('a new field that the route’s v4 operation does not have', () => {
     expect(refused([ROUTES_FILE, 'guide: { example: { name: Platform } }', 'guide: { example: { name: Platform }, new_in_v4: [colour] }'])).toMatch(
-      /\(POST \/teams\): guide\.new_in_v4 names colour, which no v4 call of the route takes or answers$/,
+      /\(POST \/teams\): guide\.new_in_v4 names colour, which the route's v4 operation neither takes nor answers$/,
     );
   });
 

@@ -3,6 +3,7 @@ import { Server as ServerV1 } from '@modelcontextprotocol/sdk/server/index.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
+import { sql } from '../../src/store/sql.js';
 import { initializeBody, jsonOf, rawPost } from './support/mcp.js';
 
 /*
@@ -38,14 +39,13 @@ describe.each(backends())('tool calls answered directly equal the SDK server’s
     { why: 'a list', key: s.demo.apiKeys.admin, name: 'list_teams', arguments: { companyId: s.demo.companies.acme } },
   ];
 
-  /** Counts SDK servers connected while `send` runs. */
-  async function serversBuilt(send: () => Promise<Response>): Promise<{ built: number; body: unknown }> {
+  /** The answer to `send`, and how many SDK servers connected while it ran. */
+  async function serversBuilt(send: () => Promise<Response>): Promise<{ built: number; status: number; body: any }> {
     const v1 = vi.spyOn(ServerV1.prototype, 'connect');
     const v2 = vi.spyOn(ServerV2.prototype, 'connect');
     try {
       const response = await send();
-      expect(response.status).toBe(200);
-      return { built: v1.mock.calls.length + v2.mock.calls.length, body: await jsonOf(response) };
+      return { built: v1.mock.calls.length + v2.mock.calls.length, status: response.status, body: await jsonOf(response) };
     } finally {
       v1.mockRestore();
       v2.mockRestore();
@@ -59,6 +59,7 @@ describe.each(backends())('tool calls answered directly equal the SDK server’s
       const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: c.name, arguments: c.arguments } };
       const direct = await serversBuilt(() => rawPost(s.mcpUrl, call, headers));
       const viaSdk = await serversBuilt(() => rawPost(s.mcpUrl, [call], headers));
+      expect([direct.status, viaSdk.status], c.why).toEqual([200, 200]);
       expect(direct.built, c.why).toBe(0);
       expect(viaSdk.built, c.why).toBe(1);
       expect(direct.body, c.why).toEqual((viaSdk.body as unknown[])[0]);
@@ -71,21 +72,32 @@ describe.each(backends())('tool calls answered directly equal the SDK server’s
       const headers = (mcpName: string) => ({ 'x-api-key': c.key, 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': mcpName });
       const direct = await serversBuilt(() => rawPost(s.mcpUrl, call, headers(c.name)));
       const viaSdk = await serversBuilt(() => rawPost(s.mcpUrl, call, headers(`=?base64?${Buffer.from(c.name).toString('base64')}?=`)));
+      expect([direct.status, viaSdk.status], c.why).toEqual([200, 200]);
       expect(direct.built, c.why).toBe(0);
       expect(viaSdk.built, c.why).toBe(1);
       expect(direct.body, c.why).toEqual(viaSdk.body);
     }
   });
 
-  it('leaves to the SDK what it alone answers: unknown tools, odd params, approvals', async () => {
+  it('leaves to the SDK what it alone answers: unknown tools, odd params, a malformed envelope, approvals', async () => {
     const eliciting = { ...ENVELOPE, 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } };
     const modern = (params: Record<string, unknown>, name: string) =>
       serversBuilt(() =>
         rawPost(s.mcpUrl, { jsonrpc: '2.0', id: 1, method: 'tools/call', params }, { 'x-api-key': s.demo.apiKeys.admin, 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name }),
-      ).catch(() => ({ built: 1, body: undefined }));
-    expect((await modern({ _meta: ENVELOPE, name: 'no_such_tool', arguments: {} }, 'no_such_tool')).built).toBe(1);
-    expect((await modern({ _meta: ENVELOPE, name: 'get_employee', arguments: [1] }, 'get_employee')).built).toBe(1);
-    const write = await modern({ _meta: eliciting, name: 'create_team', arguments: { name: `Direct ${Date.now()}`, companyId: s.demo.companies.acme } }, 'create_team');
+      );
+    const unknown = await modern({ _meta: ENVELOPE, name: 'no_such_tool', arguments: {} }, 'no_such_tool');
+    expect(unknown.body.error).toMatchObject({ message: expect.stringContaining('no_such_tool') });
+    expect(unknown.built).toBe(1);
+    const odd = await modern({ _meta: ENVELOPE, name: 'get_employee', arguments: [1] }, 'get_employee');
+    expect(odd.body.error).toBeDefined();
+    // The SDK refuses an envelope without the client's capabilities before building a server; nothing runs.
+    const { 'io.modelcontextprotocol/clientCapabilities': _dropped, ...withoutCapabilities } = ENVELOPE;
+    const teamName = `Direct ${Date.now()}`;
+    const malformed = await modern({ _meta: withoutCapabilities, name: 'create_team', arguments: { name: teamName, companyId: s.demo.companies.acme } }, 'create_team');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error).toBeDefined();
+    expect((await s.core.db.query(sql`SELECT id FROM teams WHERE name = ${teamName}`)).length).toBe(0);
+    const write = await modern({ _meta: eliciting, name: 'create_team', arguments: { name: teamName, companyId: s.demo.companies.acme } }, 'create_team');
     expect(write.built).toBe(1);
     expect(write.body).toMatchObject({ result: { resultType: 'input_required' } });
   });

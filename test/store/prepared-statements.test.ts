@@ -67,4 +67,15 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
     expect(held).toHaveLength(1);
     expect(held[0]!.runs).toBeGreaterThanOrEqual(5);
   });
+
+  // Last: after it, this store names no statement any more.
+  it('runs unnamed from then on when a connection drops its names (a pooler that discards session state)', async () => {
+    for (let i = 0; i < 5; i++) await gadget(5);
+    expect((await prepared()).filter((p) => p.statement === GADGET_TEXT)).toHaveLength(1);
+    await db.query(sql`DEALLOCATE ALL`);
+    // The name the pool believes prepared is gone: the call is answered, unnamed.
+    expect(await gadget(6)).toEqual([{ id: 6, size: '60' }]);
+    for (let i = 0; i < 5; i++) expect(await gadget(6)).toEqual([{ id: 6, size: '60' }]);
+    expect(await prepared()).toEqual([]);
+  });
 });

@@ -1,6 +1,6 @@
 import type { Principal } from '../../access/principal.js';
 import { readCompanies } from '../../access/principal.js';
-import { orderScope } from '../../access/scope.js';
+import { orderScope, wholeCompanies } from '../../access/scope.js';
 import type { Queryable } from '../../store/db.js';
 import { paginate, type PageOrder, type PageRequest } from '../../store/paging.js';
 import { and, containsText, sql, type Sql } from '../../store/sql.js';
@@ -68,7 +68,8 @@ function matchesText(text: string): Sql {
 
 export async function listOrders(db: Queryable, p: Principal, input: PageRequest & OrderFilters) {
   const { companyId, status, orderType, query, employeeId, topLevel, sort } = input;
-  const filters = [orderScope(p, readCompanies(p, companyId))];
+  const companies = readCompanies(p, companyId);
+  const filters = [orderScope(p, companies)];
   if (status) filters.push(sql`o.status = ${status}`);
   if (orderType) filters.push(sql`o.order_type = ${orderType}`);
   if (query) filters.push(matchesText(query));
@@ -81,7 +82,7 @@ export async function listOrders(db: Queryable, p: Principal, input: PageRequest
     key: sql`o.id`,
     order: { ...SORT_COLUMNS[sort.field], field: sort.field, descending: sort.descending },
     filters: { companyId, status, orderType, query, employeeId, topLevel, sort: `${sort.descending ? '-' : ''}${sort.field}` },
-    everyRowOf: p.role === 'admin' && filters.length === 1 ? { relation: 'orders', companyIds: readCompanies(p, companyId) } : undefined,
+    everyRowOf: wholeCompanies('orders', companies, filters, p.role === 'admin'),
   }, input);
 }
 
