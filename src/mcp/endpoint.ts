@@ -19,7 +19,7 @@ import { isOAuthScope } from '../oauth/scopes.js';
 import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { registerIcons } from './icons.js';
 import { createMcpMetrics } from './metrics.js';
-import { createModernLeg, header, isModernRequest, MODERN_PROTOCOL_VERSIONS } from './modern.js';
+import { createModernLeg, header, modernRoute, MODERN_PROTOCOL_VERSIONS, type ModernRoute } from './modern.js';
 import { answerWithoutSdkServer, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
 import { canElicit } from './tool-calls.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
@@ -168,7 +168,8 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       return refuse(reply.header('allow', 'POST, DELETE'), 405, 'This server offers no GET stream; POST JSON-RPC messages');
     }
     const protocolVersion = header(request, 'mcp-protocol-version');
-    if (request.method === 'POST' && isModernRequest(request)) return postModern(request, reply, principal);
+    const route = request.method === 'POST' ? modernRoute(request) : undefined;
+    if (route) return postModern(request, reply, principal, route);
     if (protocolVersion !== undefined && (MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
       return refuse(reply.header('allow', 'POST'), 405, `The ${protocolVersion} revision has no sessions: POST each request with its _meta`);
     }
@@ -187,11 +188,11 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   }
 
   /** A 2026-07-28 request: no session; the scope check is ours, everything else the modern leg's. */
-  async function postModern(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<FastifyReply> {
+  async function postModern(request: FastifyRequest, reply: FastifyReply, principal: Principal, route: ModernRoute): Promise<FastifyReply> {
     // Only an OAuth grant can be stepped up; an API key's call needs no second parse of the body.
     const parsed = principal.credential.kind === 'oauth' ? parseBody(request.body) : undefined;
     if (parsed && refusedForScope(reply, principal, parsed.requests)) return reply;
-    return modern.serve(request, reply, principal);
+    return modern.serve(request, reply, principal, route);
   }
 
   /** The session the request names, if it exists and belongs to this principal; otherwise the refusal is sent. */

@@ -56,26 +56,25 @@ export function header(request: FastifyRequest, name: string): string | undefine
 }
 
 /**
- * Whether the SDK's classification sends this request to the modern leg: it carries the `_meta`
- * claim, or is a modern-era refusal (a header naming 2026-07-28 without the envelope, a mismatch).
- * Everything else (initialize, 2025 sessions, posted replies) and bodies that are not JSON-RPC at
- * all stay on the 2025 endpoint, whose answers every client understands.
+ * Where the SDK's classification sends this POST: `modern` when it carries a well-formed `_meta`
+ * claim; `refused` when it is a modern-era refusal (a header naming 2026-07-28 without the envelope,
+ * a malformed envelope, a mismatch), which the SDK answers; undefined for everything else
+ * (initialize, 2025 sessions, posted replies, bodies that are not JSON-RPC at all), which stays on the
+ * 2025 endpoint, whose answers every client understands.
  */
-export function isModernRequest(request: FastifyRequest): boolean {
-  const outcome = classify(request);
-  return outcome.kind === 'modern' || (outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape');
-}
-
-/** The SDK's own classification of a POST: its envelope, routing headers and body checked as the SDK checks them. */
-function classify(request: FastifyRequest) {
-  return classifyInboundRequest({
+export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
+  const outcome = classifyInboundRequest({
     httpMethod: request.method,
     body: request.body,
     protocolVersionHeader: header(request, 'mcp-protocol-version'),
     mcpMethodHeader: header(request, 'mcp-method'),
     mcpNameHeader: header(request, 'mcp-name'),
   });
+  if (outcome.kind === 'modern') return 'modern';
+  return outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape' ? 'refused' : undefined;
 }
+
+export type ModernRoute = 'modern' | 'refused';
 
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'];
 
@@ -120,7 +119,7 @@ function requestInfoOf(authInfo: AuthInfo | undefined): ModernRequestInfo {
 const SHARED_VALIDATOR = new AjvJsonSchemaValidator();
 
 export interface ModernLeg {
-  serve(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<FastifyReply>;
+  serve(request: FastifyRequest, reply: FastifyReply, principal: Principal, route: ModernRoute): Promise<FastifyReply>;
   close(): Promise<void>;
 }
 
@@ -132,8 +131,10 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
     bind: (ctx) => principalBinding(requestInfoOf(ctx.http?.authInfo).principal),
   });
 
+  // Who the server is does not change while it runs: built once, not per request.
+  const { serverInfo, ...offer } = serverIdentity(core);
+
   function createServer(ctx: McpCallContext): Server {
-    const { serverInfo, ...offer } = serverIdentity(core);
     const server = new Server(serverInfo, {
       ...offer,
       cacheHints: CACHE_HINTS,
@@ -195,8 +196,8 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
 
   /**
    * The SDK's answer to a tool call it would run without asking (see directToolCall), given without
-   * building a server: the SDK classifies the request as a well-formed modern one (envelope and
-   * headers), it passes the rest of the revision's ladder as sent (version, Mcp-Method and Mcp-Name
+   * building a server, for a request the SDK classified as well-formed (envelope and headers) that
+   * passes the rest of the revision's ladder as sent (version, Mcp-Method and Mcp-Name
    * exactly as the body says, the SDK's own schema), is no approval's retry, and gets the result the
    * SDK stamps. Undefined sends the request to the SDK, which answers or refuses it.
    */
@@ -213,8 +214,7 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
       'requestState' in params ||
       'inputResponses' in params ||
       !isSpecType.JSONRPCRequest(body) ||
-      !isSpecType.CallToolRequest(body) ||
-      classify(request).kind !== 'modern'
+      !isSpecType.CallToolRequest(body)
     ) {
       return undefined;
     }
@@ -223,12 +223,12 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
     const call = directToolCall(ctx, params.name, params.arguments, capabilities);
     if (!call) return undefined;
     const result = await runTool(ctx, call.op, call.input);
-    return { jsonrpc: '2.0', id: body.id, result: { ...result, resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: serverIdentity(core).serverInfo } } };
+    return { jsonrpc: '2.0', id: body.id, result: { ...result, resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: serverInfo } } };
   }
 
   return {
-    async serve(request, reply, principal) {
-      const direct = await answerWithoutSdkServer(request, principal);
+    async serve(request, reply, principal, route) {
+      const direct = route === 'modern' ? await answerWithoutSdkServer(request, principal) : undefined;
       if (direct !== undefined) return reply.send(direct);
       // The SDK reads only the media type and its own routing headers; copying the rest would cost every call.
       const headers = new Headers();
