@@ -1,4 +1,4 @@
-import { raw, sql } from '../src/store/sql.js';
+import { raw, sql, type Sql } from '../src/store/sql.js';
 import { encodeCursor, fingerprint } from '../src/store/paging.js';
 import { measure, postLoop, startBenchServer, writeResults, type Backend } from './lib.js';
 
@@ -23,32 +23,80 @@ const CREATE_STOCK = 30_000;
 
 const pad = (n: number) => String(n).padStart(8, '0');
 
+// Data shaped like real data where search meets it: ids as newId makes them, 100 first × 200 last
+// names (a full name is shared by about ten people at 200k, as in a large workforce) and vendor-style
+// serials. Uniform values (every serial `SN-S-000…`, every name `Scale Employee n`) would give every
+// row the same trigrams, a case no trigram index can narrow; the README states what it costs.
+const FIRST_NAMES = `Anna Ben Clara David Emma Felix Greta Hugo Ida Jonas Karla Leon Mia Noah Olivia Paul Quinn Rosa
+  Samuel Tara Umar Vera William Xenia Yusuf Zoe Amelie Bruno Chiara Dario Elif Fatima Georg Hanna Ivan Julia Kai Lina
+  Marco Nina Oskar Priya Rafael Sofia Tomas Ulla Viktor Wen Yara Aiko Bilal Carmen Dmitri Eva Farid Gabriel Helga Ines
+  Jakob Kenji Lucia Mateo Nadia Omar Pia Ravi Selin Theo Valentina Wanda Ximena Yosef Zeynep Arjun Beatriz Cyril Dana
+  Emil Freya Goran Hiro Isla Jana Kofi Lars Maja Nils Ola Pedro Rana Sven Tilda Uwe Vanessa Wiktor Yuki Zora Aaron Leni`
+  .split(/\s+/);
+const LAST_NAMES = `Schmidt Mueller Schneider Fischer Weber Meyer Wagner Becker Schulz Hoffmann Koch Richter Klein Wolf
+  Schroeder Neumann Schwarz Zimmermann Braun Krueger Hofmann Hartmann Lange Schmitt Werner Krause Meier Lehmann Schmid
+  Schulze Maier Koehler Herrmann Walter Koenig Mayer Huber Kaiser Fuchs Peters Lang Scholz Moeller Weiss Jung Hahn
+  Schubert Vogel Friedrich Keller Guenther Frank Berger Winkler Roth Beck Lorenz Baumann Franke Albrecht Schuster Simon
+  Ludwig Boehm Winter Kraus Martin Schumacher Kraemer Vogt Stein Jaeger Otto Sommer Gross Seidel Heinrich Brandt Haas
+  Schreiber Graf Dietrich Ziegler Kuhn Kuehn Pohl Engel Horn Busch Bergmann Thomas Voigt Sauer Arnold Wolff Pfeiffer
+  Smith Johnson Williams Brown Jones Garcia Miller Davis Rodriguez Martinez Hernandez Lopez Gonzalez Wilson Anderson
+  Taylor Moore Jackson Thompson White Harris Sanchez Clark Ramirez Lewis Robinson Walker Young Allen King Wright Scott
+  Torres Nguyen Hill Flores Green Adams Nelson Baker Hall Rivera Campbell Mitchell Carter Roberts Dubois Laurent Bernard
+  Moreau Lefebvre Leroy Roux Fournier Girard Bonnet Dupont Lambert Fontaine Rousseau Blanc Guerin Muller Henry Perrin
+  Morin Mathieu Clement Gauthier Nilsson Johansson Andersson Karlsson Eriksson Larsson Olsson Persson Svensson
+  Rossi Russo Ferrari Esposito Bianchi Romano Colombo Ricci Marino Greco Bruni Gallo Conti Costa Giordano Mancini`
+  .split(/\s+/);
+
+// The 10 Crockford base32 digits of n's low 50 bits (the alphabet of src/store/ids.ts), as one
+// expression so PostgreSQL inlines the function.
+const BASE32_DIGITS = Array.from({ length: 10 }, (_, i) => `substr('0123456789abcdefghjkmnpqrstvwxyz', ((n >> ${45 - 5 * i}) & 31)::int + 1, 1)`);
+
+/** 50 pseudo-random bits from a seed text. */
+const bits = (seed: Sql) => sql`('x' || substr(md5(${seed}), 1, 13))::bit(52)::bigint`;
+
+/**
+ * The id of row `g` of a kind, as newId makes one: its creation time (`base` minus g seconds), then
+ * 10 random characters. A pure function of g, so orders can name their employee and device.
+ */
+const idOf = (prefix: string, g: Sql, base: number) =>
+  sql`${prefix + '_'} || bench_base32(${base}::bigint - ${g} * 1000) || bench_base32(${bits(sql`${prefix} || ${g}`)})`;
+
 async function generate(server: Awaited<ReturnType<typeof startBenchServer>>, size: (typeof SIZES)[number]) {
   const { db } = server.core;
   const acme = server.demo.companies.acme;
-  const company = (g: string) => sql`CASE WHEN ${raw(g)} % 3 = 0 THEN ${acme} ELSE 'co_scale' || (1 + ${raw(g)} % 299) END`;
+  const base = Date.now();
+  const g = raw('g');
+  const company = sql`CASE WHEN g % 3 = 0 THEN ${acme} ELSE 'co_scale' || (1 + g % 299) END`;
+  const pick = (names: string[], seed: Sql) => sql`(${names}::text[])[1 + ${bits(seed)} % ${names.length}]`;
+  await db.query(sql`CREATE FUNCTION bench_base32(n bigint) RETURNS text LANGUAGE sql IMMUTABLE
+    AS $$ SELECT ${raw(BASE32_DIGITS.join(' || '))} $$`);
   await db.query(sql`INSERT INTO companies (id, name) SELECT 'co_scale' || g, 'Scale Company ' || g FROM generate_series(1, 299) g`);
   await db.query(sql`
     INSERT INTO employees (id, company_id, display_name, email, country)
-    SELECT 'emp_s' || lpad(g::text, 8, '0'), ${company('g')}, 'Scale Employee ' || g, 'scale' || g || '@scale.example',
-      (ARRAY['DE','US','FR','SE','ES'])[1 + g % 5]
-    FROM generate_series(1, ${size.employees}::int) g`);
+    SELECT ${idOf('emp', g, base)}, ${company}, first || ' ' || last,
+      lower(first || '.' || last || g) || '@company' || (g % 299) || '.example', (ARRAY['DE','US','FR','SE','ES'])[1 + g % 5]
+    FROM generate_series(1, ${size.employees}::int) g,
+      LATERAL (SELECT ${pick(FIRST_NAMES, sql`'first' || g`)} AS first, ${pick(LAST_NAMES, sql`'last' || g`)} AS last) name`);
+  // Three vendors' serial shapes: PF + 6, C02 + 9, and 7 characters. g times an odd number, modulo a
+  // power of two, is one-to-one, so serials look scattered and never repeat.
+  const scattered = raw('bench_base32(g::bigint * 2654435761 % 35184372088832)');
   await db.query(sql`
     INSERT INTO devices (id, company_id, serial_number, product_type, category, manufacturer, model, condition, status, country)
-    SELECT 'dev_s' || lpad(g::text, 8, '0'), ${company('g')}, 'SN-S-' || lpad(g::text, 8, '0'), 'Laptops', 'Computers',
-      'Lenovo', 'ThinkPad T14', 'New', 'Assigned', 'DE'
+    SELECT ${idOf('dev', g, base)}, ${company},
+      upper(CASE g % 3 WHEN 0 THEN 'pf' || right(${scattered}, 6) WHEN 1 THEN 'c02' || right(${scattered}, 9) ELSE right(${scattered}, 7) END),
+      'Laptops', 'Computers', 'Lenovo', 'ThinkPad T14', 'New', 'Assigned', 'DE'
     FROM generate_series(1, ${size.devices}::int) g`);
+  const nth = (kind: string, count: number) => idOf(kind, sql`(1 + (g - 1) % ${count}::int)`, base);
   await db.query(sql`
     INSERT INTO orders (id, company_id, order_type, status, employee_id, country, created_at, updated_at)
-    SELECT 'ord_s' || lpad(g::text, 8, '0'), ${company('g')}, 'Deployment',
-      (ARRAY['Pending','In Progress','Shipped','Delivered','Completed'])[1 + g % 5],
-      'emp_s' || lpad((1 + (g - 1) % ${size.employees}::int)::text, 8, '0'), 'DE',
-      now() - (g || ' seconds')::interval, now() - (g || ' seconds')::interval
+    SELECT ${idOf('ord', g, base)}, ${company}, 'Deployment', (ARRAY['Pending','In Progress','Shipped','Delivered','Completed'])[1 + g % 5],
+      ${nth('emp', size.employees)}, 'DE', to_timestamp((${base}::bigint - g * 1000) / 1000.0), to_timestamp((${base}::bigint - g * 1000) / 1000.0)
     FROM generate_series(1, ${size.orders}::int) g`);
   await db.query(sql`
     INSERT INTO order_devices (order_id, device_id, role, status)
-    SELECT 'ord_s' || lpad(g::text, 8, '0'), 'dev_s' || lpad((1 + (g - 1) % ${size.devices}::int)::text, 8, '0'), 'deliver', 'requested'
+    SELECT ${idOf('ord', g, base)}, ${nth('dev', size.devices)}, 'deliver', 'requested'
     FROM generate_series(1, ${size.orders}::int) g`);
+  await db.query(sql`DROP FUNCTION bench_base32`);
   // Stock for create_order: Acme's own available laptops.
   await db.query(sql`
     INSERT INTO devices (id, company_id, serial_number, product_type, category, manufacturer, model, condition, status, country)
@@ -74,23 +122,27 @@ async function run(backend: Backend, size: (typeof SIZES)[number]) {
       SELECT id, created_at AS "createdAt" FROM orders WHERE company_id = ${acme} ORDER BY created_at DESC, id DESC OFFSET ${deep * 50 - 1} LIMIT 1`);
     const filters = fingerprint({ companyId: acme, status: undefined, orderType: undefined, query: undefined, employeeId: undefined, topLevel: false, sort: '-createdAt' });
     const cursor = encodeCursor({ after: anchor!.id, value: anchor!.createdAt, page: deep, filters });
-    // A row of Acme's (a multiple of 3) halfway through.
-    const acmeRow = (total: number) => Math.floor(total / 2) - (Math.floor(total / 2) % 3);
-    const serial = `SN-S-${pad(acmeRow(size.devices))}`;
-    const name = `Scale Employee ${acmeRow(size.employees)}`;
+    // An order of Acme's halfway through its list: get_order fetches it, and the searches look for
+    // its device's serial, its employee's full name, and their last name alone (about 1 in 200 people).
+    const [sample] = await server.core.db.query<{ id: string; name: string; serial: string }>(sql`
+      SELECT o.id, e.display_name AS name, d.serial_number AS serial
+      FROM orders o JOIN employees e ON e.id = o.employee_id JOIN order_devices od ON od.order_id = o.id JOIN devices d ON d.id = od.device_id
+      WHERE o.company_id = ${acme} ORDER BY o.created_at DESC, o.id DESC OFFSET ${Math.floor(n / 2)} LIMIT 1`);
+    const lastName = sample!.name.split(' ')[1]!;
     const urls = [
       ['list_orders page 1', base],
       ['list_orders page 90 % deep (cursor)', `${base}&cursor=${cursor}`],
-      ['list_orders query=serial number', `${base}&query=${serial}`],
-      ['list_orders query=employee name', `${base}&query=${encodeURIComponent(name)}`],
-      ['get_order', `${server.baseUrl}/v4/orders/ord_s${pad(acmeRow(size.orders))}`],
+      ['list_orders query=serial number', `${base}&query=${sample!.serial}`],
+      ['list_orders query=full name', `${base}&query=${encodeURIComponent(sample!.name)}`],
+      ['list_orders query=last name', `${base}&query=${lastName}`],
+      ['get_order', `${server.baseUrl}/v4/orders/${sample!.id}`],
     ] as const;
     for (const [label, url] of urls) {
       const probe = await fetch(url, { headers });
       const body = (await probe.json()) as { ok: boolean; data?: { orders?: unknown[] } };
       if (!probe.ok || (body.data?.orders && body.data.orders.length === 0)) throw new Error(`${label}: ${probe.status} ${JSON.stringify(body).slice(0, 300)}`);
     }
-    const rows: (string | number)[][] = [[backend, size.orders, `generated in ${seconds} s (${n} of Acme)`, '', '', '', '']];
+    const rows: (string | number)[][] = [[backend, size.orders, `generated in ${seconds} s (${n} of Acme; searched: ${sample!.serial}, ${sample!.name}, ${lastName})`, '', '', '', '']];
     for (const [label, url] of urls) {
       const m = await measure(url, headers, SECONDS);
       rows.push([backend, size.orders, label, m.requestsPerSecond, m.p50, m.p99, m.errors]);

@@ -192,7 +192,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const names = new StatementNames();
   const runPrepared = async <R>(statement: Sql) => {
     const { text, values } = statement.toQuery();
-    const name = names.nameFor(text);
+    const name = statement.plannedPerCall ? undefined : names.nameFor(text);
     try {
       return (await pool.query(name === undefined ? { text, values } : { name, text, values })).rows as R[];
     } catch (error) {

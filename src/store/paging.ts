@@ -33,6 +33,13 @@ export interface PageQuerySpec {
    * no filter): the total is read from the counters the writes keep (migration 0013), not by counting.
    */
   everyRowOf?: { relation: CountedRelation; companyIds: readonly string[] } | undefined;
+  /**
+   * A subquery of the (text) keys a free-text search found, narrowing `where`; `everyRowOf` is then
+   * not consulted. Finding them is the costly part of a search, so it runs once per statement, shared
+   * by the page and its total, and the rows are fetched by key (`= ANY(…)`, an index lookup however
+   * rough the planner's guess of how many matched).
+   */
+  matching?: Sql | undefined;
 }
 
 /** The tables whose rows per company are counted as they are written. */
@@ -44,6 +51,33 @@ function totalOf(db: Queryable, spec: PageQuerySpec): Promise<{ n: number }[]> {
     ? db.query<{ n: number }>(sql`SELECT coalesce(sum(n), 0) AS n FROM row_counts
         WHERE relation = ${counted.relation} AND company_id = ANY(${[...counted.companyIds]}::text[])`)
     : db.query<{ n: number }>(sql`SELECT count(*) AS n FROM ${spec.from} WHERE ${spec.where}`);
+}
+
+/** The column that carries a search's total beside its page rows. */
+const SEARCH_TOTAL = 'searchTotal';
+
+/**
+ * A search's page and total in one statement around one run of `matching`. The total rides on
+ * every row, and on a row of nulls when the page is empty.
+ */
+async function searchPage<R extends { id: string }>(
+  db: Queryable,
+  spec: PageQuerySpec,
+  matching: Sql,
+  where: Sql,
+  pageOf: (filter: Sql) => Sql,
+): Promise<[R[], number]> {
+  const found = sql`${spec.key} = ANY((SELECT keys FROM matching)::text[])`;
+  const rows = await db.query<R & { [SEARCH_TOTAL]: number }>(sql`
+    WITH matching AS (SELECT ARRAY(${matching}) AS keys)
+    SELECT page.*, total.n AS "${raw(SEARCH_TOTAL)}"
+    FROM (SELECT count(*) AS n FROM ${spec.from} WHERE ${spec.where} AND ${found}) total
+    LEFT JOIN LATERAL (${pageOf(sql`${where} AND ${found}`)}) page ON TRUE
+    ORDER BY ${pageOrder(spec)}`);
+  const totalCount = rows[0]?.[SEARCH_TOTAL] ?? 0;
+  const pageRows = rows.filter((row) => row.id !== null);
+  for (const row of pageRows) delete (row as Partial<typeof row>)[SEARCH_TOTAL];
+  return [pageRows, totalCount];
 }
 
 /**
@@ -115,6 +149,13 @@ function afterCursor(spec: PageQuerySpec, state: CursorState): Sql {
     : sql`(${column}, ${spec.key}) > (${value}, ${state.after})`;
 }
 
+/** orderBy on the page's output columns (the key is the row's `id`). */
+function pageOrder(spec: PageQuerySpec): Sql {
+  const direction = raw(spec.order?.descending ? 'DESC' : 'ASC');
+  const key = sql`page.id ${direction}`;
+  return spec.order ? sql`page.${raw(`"${spec.order.field}"`)} ${direction}, ${key}` : key;
+}
+
 function orderBy(spec: PageQuerySpec): Sql {
   if (!spec.order) return spec.key;
   const direction = raw(spec.order.descending ? 'DESC' : 'ASC');
@@ -138,15 +179,15 @@ export async function paginate<R extends { id: string }>(db: Queryable, spec: Pa
     page = state.page + 1;
     offset = 0;
   }
-  const [rows, counted] = await Promise.all([
-    db.query<R>(sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${where}
-      ORDER BY ${orderBy(spec)} LIMIT ${limit + 1} OFFSET ${offset}`),
-    totalOf(db, spec),
-  ]);
+  const pageOf = (filter: Sql) => sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${filter}
+    ORDER BY ${orderBy(spec)} LIMIT ${limit + 1} OFFSET ${offset}`;
+  const [rows, totalCount] = spec.matching
+    ? await searchPage<R>(db, spec, spec.matching, where, pageOf)
+    : await Promise.all([db.query<R>(pageOf(where)), totalOf(db, spec).then((counted) => counted[0]?.n ?? 0)]);
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];
   const value = spec.order && last ? (last as Record<string, unknown>)[spec.order.field] : undefined;
   const nextCursor = hasMore && last ? encodeCursor({ after: last.id, value, page, filters }) : null;
-  return { rows: pageRows, page, pageSize: limit, totalCount: counted[0]?.n ?? 0, nextCursor };
+  return { rows: pageRows, page, pageSize: limit, totalCount, nextCursor };
 }

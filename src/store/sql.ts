@@ -3,10 +3,19 @@
  * Keeps every query parameterised while letting scope predicates be built in one place.
  */
 export class Sql {
+  /**
+   * Whether the statement's best plan depends on a value (a search pattern matching ten rows or ten
+   * thousand): such a statement is planned with its values on every call, never from a cached plan.
+   */
+  readonly plannedPerCall: boolean;
+
   constructor(
     readonly strings: readonly string[],
     readonly values: readonly unknown[],
-  ) {}
+    plannedPerCall = false,
+  ) {
+    this.plannedPerCall = plannedPerCall || values.some((value) => value instanceof Sql && value.plannedPerCall);
+  }
 
   toQuery(): { text: string; values: unknown[] } {
     const values: unknown[] = [];
@@ -53,12 +62,14 @@ export function and(parts: readonly Sql[]): Sql {
 
 /**
  * Case-insensitive substring match of `text` in any of `columns`; LIKE wildcards in `text` match
- * literally. On lower(column), which the trigram indexes of migration 0012 cover.
+ * literally. On lower(column), which the trigram indexes of migration 0012 cover. Planned per call:
+ * a cached generic plan cannot know whether the pattern is rare or common.
  */
 export function containsText(text: string, columns: readonly Sql[]): Sql {
   const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  return sql`(${join(
+  const match = join(
     columns.map((column) => sql`lower(${column}) ILIKE ${pattern}`),
     ' OR ',
-  )})`;
+  );
+  return new Sql(['(', ')'], [match], true);
 }

@@ -128,6 +128,23 @@ describe.each(backends())('list_orders and get_order [%s]', (backend) => {
     expect(await search('100%')).toEqual([]);
   });
 
+  it('pages a search by cursor and by offset, with its total on every page, an empty one too', async () => {
+    const first = await admin.get('/v4/orders?query=dana%20dev&limit=1');
+    expect(first.body.data).toMatchObject({ page: 1, totalCount: 2 });
+    expect(first.body.data.orders).toHaveLength(1);
+    const second = await admin.get(`/v4/orders?query=dana%20dev&limit=1&cursor=${first.body.data.nextCursor}`);
+    expect(second.body.data).toMatchObject({ page: 2, totalCount: 2, nextCursor: null });
+    expect(idsOf([...first.body.data.orders, ...second.body.data.orders])).toEqual([orders.dana, orders.accessory].sort());
+    expect((await admin.get('/v4/orders?query=dana%20dev&limit=1&page=2')).body.data.orders).toEqual(second.body.data.orders);
+    expect((await admin.get('/v4/orders?query=dana%20dev&limit=1&page=3')).body.data).toMatchObject({ orders: [], totalCount: 2, nextCursor: null });
+    expect((await admin.get('/v4/orders?query=zzz')).body.data).toMatchObject({ orders: [], totalCount: 0 });
+    // Oldest first: the page follows the sort, not the order the matches were found in.
+    const newest = (await admin.get('/v4/orders?query=dana%20dev')).body.data.orders.map((o: Summary) => o.id);
+    const oldest = (await admin.get('/v4/orders?query=dana%20dev&sort=createdAt')).body.data.orders.map((o: Summary) => o.id);
+    expect(oldest).toEqual([...newest].reverse());
+    expect(newest).toEqual([first.body.data.orders[0].id, second.body.data.orders[0].id]);
+  });
+
   it('filters by employee and by company, and combines filters', async () => {
     const dana = await admin.get(`/v4/orders?employeeId=${t.demo.employees.dana}`);
     expect(idsOf(dana.body.data.orders)).toEqual([orders.dana, orders.accessory].sort());

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { DatabaseUnavailable, openDb, type Db } from '../../src/store/db.js';
-import { raw, sql } from '../../src/store/sql.js';
+import { containsText, raw, sql } from '../../src/store/sql.js';
 import { adminQuery } from '../helpers/harness.js';
 
 /*
@@ -44,6 +44,12 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
   it('never names a text that varies from call to call', async () => {
     for (let n = 0; n < 5; n++) await db.query(sql`SELECT size FROM gadgets WHERE id = 1 AND ${raw(`${n}`)} = ${n}`);
     expect((await prepared()).filter((p) => p.statement.includes('AND 3 = '))).toEqual([]);
+  });
+
+  it('plans a search on every call, with its pattern: a cached plan cannot know whether it is rare or common', async () => {
+    const search = (text: string) => db.query(sql`SELECT id FROM gadgets WHERE ${containsText(text, [sql`size::text`])}`);
+    for (let n = 0; n < 10; n++) expect(await search('20')).toEqual([{ id: 2 }, { id: 12 }, { id: 20 }]);
+    expect((await prepared()).filter((p) => p.statement.includes('ILIKE'))).toEqual([]);
   });
 
   it('keeps answering when a migration changes what a prepared statement returns', async () => {

@@ -58,6 +58,15 @@ describe.each(backends())('free-text search by trigram index [%s]', (backend) =>
     expect(response.json().data.totalCount).toBe(indexed.length);
   });
 
+  it('writes every trigram index straight into its tree, with no pending list for searches to read through', async () => {
+    const indexes = await t.core.db.query<{ name: string; options: string[] | null }>(sql`
+      SELECT c.relname AS name, c.reloptions AS options
+      FROM pg_class c JOIN pg_am am ON am.oid = c.relam
+      WHERE am.amname = 'gin' AND c.relnamespace = current_schema()::regnamespace ORDER BY c.relname`);
+    expect(indexes.map((index) => index.name)).toHaveLength(8);
+    for (const index of indexes) expect({ [index.name]: index.options }).toEqual({ [index.name]: ['fastupdate=off'] });
+  });
+
   it('can answer a search from the trigram indexes of both columns', async () => {
     const one = people[2345]!;
     // At this size a scan is cheaper than any index; with scans priced out, the planner shows which index can serve it.

@@ -53,17 +53,18 @@ export interface OrderFilters {
 }
 
 /**
- * Free text: the employee's name or email, the order id, or the serial number of a device on the
- * order. One set of order ids, each part found through its trigram index (migration 0012), so a
- * search costs what its matches cost, not a pass over every order of the company.
+ * The orders a free text finds: by the employee's name or email, the order id, or the serial number
+ * of a device on the order, each part through its trigram index (migration 0012). Employees and
+ * devices are gathered into arrays, so their orders are looked up by index however many the
+ * planner guesses a LIKE matches (a guess that turned a common name into a hash join over every order).
  */
-function matchesText(text: string): Sql {
-  return sql`o.id IN (
-    SELECT byEmployee.id FROM orders byEmployee WHERE byEmployee.employee_id IN (
-      SELECT me.id FROM employees me WHERE ${containsText(text, [sql`me.display_name`, sql`me.email`])})
-    UNION SELECT byId.id FROM orders byId WHERE ${containsText(text, [sql`byId.id`])}
-    UNION SELECT od.order_id FROM order_devices od JOIN devices d ON d.id = od.device_id
-      WHERE ${containsText(text, [sql`d.serial_number`])})`;
+function ordersMatching(text: string): Sql {
+  return sql`
+    SELECT byEmployee.id FROM orders byEmployee WHERE byEmployee.employee_id = ANY(ARRAY(
+      SELECT me.id FROM employees me WHERE ${containsText(text, [sql`me.display_name`, sql`me.email`])}))
+    UNION ALL SELECT byId.id FROM orders byId WHERE ${containsText(text, [sql`byId.id`])}
+    UNION ALL SELECT od.order_id FROM order_devices od WHERE od.device_id = ANY(ARRAY(
+      SELECT d.id FROM devices d WHERE ${containsText(text, [sql`d.serial_number`])}))`;
 }
 
 export async function listOrders(db: Queryable, p: Principal, input: PageRequest & OrderFilters) {
@@ -72,7 +73,6 @@ export async function listOrders(db: Queryable, p: Principal, input: PageRequest
   const filters = [orderScope(p, companies)];
   if (status) filters.push(sql`o.status = ${status}`);
   if (orderType) filters.push(sql`o.order_type = ${orderType}`);
-  if (query) filters.push(matchesText(query));
   if (employeeId) filters.push(sql`o.employee_id = ${employeeId}`);
   if (topLevel) filters.push(sql`o.parent_id IS NULL`);
   return paginate<OrderSummary>(db, {
@@ -83,6 +83,7 @@ export async function listOrders(db: Queryable, p: Principal, input: PageRequest
     order: { ...SORT_COLUMNS[sort.field], field: sort.field, descending: sort.descending },
     filters: { companyId, status, orderType, query, employeeId, topLevel, sort: `${sort.descending ? '-' : ''}${sort.field}` },
     everyRowOf: wholeCompanies('orders', companies, filters, p.role === 'admin'),
+    matching: query ? ordersMatching(query) : undefined,
   }, input);
 }
 
