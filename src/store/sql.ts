@@ -62,13 +62,14 @@ export function and(parts: readonly Sql[]): Sql {
 
 /**
  * Case-insensitive substring match of `text` in any of `columns`; LIKE wildcards in `text` match
- * literally. On lower(column), which the trigram indexes of migration 0012 cover. Planned per call:
- * a cached generic plan cannot know whether the pattern is rare or common.
+ * literally. On lower(column), which the trigram indexes of migration 0012 cover. LIKE on both sides
+ * lowered is what ILIKE does in a UTF-8 database, without lowering the column a second time. Planned
+ * per call: a cached generic plan cannot know whether the pattern is rare or common.
  */
 export function containsText(text: string, columns: readonly Sql[]): Sql {
   const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   const match = join(
-    columns.map((column) => sql`lower(${column}) ILIKE ${pattern}`),
+    columns.map((column) => sql`lower(${column}) LIKE lower(${pattern})`),
     ' OR ',
   );
   return new Sql(['(', ')'], [match], true);

@@ -49,7 +49,7 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
   it('plans a search on every call, with its pattern: a cached plan cannot know whether it is rare or common', async () => {
     const search = (text: string) => db.query(sql`SELECT id FROM gadgets WHERE ${containsText(text, [sql`size::text`])}`);
     for (let n = 0; n < 10; n++) expect(await search('20')).toEqual([{ id: 2 }, { id: 12 }, { id: 20 }]);
-    expect((await prepared()).filter((p) => p.statement.includes('ILIKE'))).toEqual([]);
+    expect((await prepared()).filter((p) => p.statement.includes(' LIKE '))).toEqual([]);
   });
 
   it('keeps answering when a migration changes what a prepared statement returns', async () => {
