@@ -3,11 +3,11 @@ import { encodeCursor, fingerprint } from '../src/store/paging.js';
 import { measure, postLoop, startBenchServer, writeResults, type Backend } from './lib.js';
 
 /*
- * The orders paths at 10,000 and at 1,000,000 orders (with 200,000 employees and 500,000 devices
- * over 300 companies; the demo's Acme holds a third of everything, and its admin is the caller):
- * list page 1, a page 90 % deep by cursor, free-text search by serial number and by employee name,
- * one order by id, and create_order. PostgreSQL only at 1M (BENCH_SCALE_PGLITE=1 adds PGlite at
- * the small size).
+ * The orders paths at 10,000, 100,000 and 1,000,000 orders (at 1M: 200,000 employees and 500,000
+ * devices over 300 companies; the demo's Acme holds a third of everything, and its admin is the
+ * caller): list page 1, a page 90 % deep by cursor, free-text search by a serial number, a full name
+ * and a last name, one order by id, and create_order. PostgreSQL at every size; PGlite up to
+ * BENCH_SCALE_PGLITE orders.
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -17,8 +17,11 @@ const CYCLE = 897;
 // BENCH_SCALE_MAX=10000 runs the small size only (a quick check of the benchmark itself).
 const SIZES = [
   { orders: 10_000, employees: CYCLE * 2, devices: CYCLE * 6 },
+  { orders: 100_000, employees: CYCLE * 22, devices: CYCLE * 56 },
   { orders: 1_000_000, employees: CYCLE * 223, devices: CYCLE * 557 },
 ].filter((size) => size.orders <= Number(process.env.BENCH_SCALE_MAX ?? Infinity));
+// BENCH_SCALE_PGLITE=100000 also runs the embedded store up to that many orders.
+const PGLITE_MAX = Number(process.env.BENCH_SCALE_PGLITE ?? 0);
 const CREATE_STOCK = 30_000;
 
 const pad = (n: number) => String(n).padStart(8, '0');
@@ -162,7 +165,7 @@ async function run(backend: Backend, size: (typeof SIZES)[number]) {
 
 const rows: (string | number)[][] = [];
 for (const size of SIZES) {
-  for (const backend of ['postgres', ...(process.env.BENCH_SCALE_PGLITE && size.orders <= 10_000 ? ['pglite' as const] : [])] as Backend[]) {
+  for (const backend of ['postgres', ...(size.orders <= PGLITE_MAX ? ['pglite' as const] : [])] as Backend[]) {
     rows.push(...(await run(backend, size)));
   }
 }
