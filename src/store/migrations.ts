@@ -485,6 +485,18 @@ ALTER INDEX ${index} SET (fastupdate = off);
 SELECT gin_clean_pending_list('${index}'::regclass);`).join('')}
 `,
   },
+  {
+    // A list filtered by status or order type counts its rows on an index of the company's orders with that
+    // value, newest first, which also serves the page. The status index of 0003 was on lower(status), which no
+    // query names (status is stored and filtered in its canonical spelling), so each such total read every
+    // order of the company.
+    id: '0015_orders_status_and_type_indexes',
+    up: `
+DROP INDEX orders_status_idx;
+CREATE INDEX orders_company_status_idx ON orders (company_id, status, created_at, id);
+CREATE INDEX orders_company_type_idx ON orders (company_id, order_type, created_at, id);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;
