@@ -15,7 +15,7 @@ import type { CountedRelation } from '../store/paging.js';
 
 export function employeeScope(p: Principal, companyIds: readonly string[], alias = 'e'): Sql {
   const a = raw(alias);
-  const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
+  const company = companyScope(companyIds, alias);
   switch (p.role) {
     case 'admin':
       return company;
@@ -28,7 +28,7 @@ export function employeeScope(p: Principal, companyIds: readonly string[], alias
 
 export function teamScope(p: Principal, companyIds: readonly string[], alias = 't'): Sql {
   const a = raw(alias);
-  const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
+  const company = companyScope(companyIds, alias);
   switch (p.role) {
     case 'admin':
       return company;
@@ -46,7 +46,7 @@ export function teamScope(p: Principal, companyIds: readonly string[], alias = '
  */
 function employeeOrRegionScope(p: Principal, companyIds: readonly string[], alias: string): Sql {
   const a = raw(alias);
-  const company = sql`${a}.company_id = ANY(${[...companyIds]}::text[])`;
+  const company = companyScope(companyIds, alias);
   switch (p.role) {
     case 'admin':
       return company;
@@ -62,9 +62,16 @@ function employeeOrRegionScope(p: Principal, companyIds: readonly string[], alia
 export const deviceScope = (p: Principal, companyIds: readonly string[], alias = 'd'): Sql =>
   employeeOrRegionScope(p, companyIds, alias);
 
-/** Company addresses are company-wide: everyone in the company with the capability sees them. */
+/**
+ * Rows of these companies; company addresses need nothing more (everyone in the company with the
+ * capability sees them). One company is written as an equality: PostgreSQL 15 reads an index in
+ * its order for `=` but not for `= ANY(array)`, so a filtered page (by status, newest first) would
+ * sort every matching row instead of stopping at the page (19 ms against 0.06 ms at 100,000 orders).
+ */
 export function companyScope(companyIds: readonly string[], alias: string): Sql {
-  return sql`${raw(alias)}.company_id = ANY(${[...companyIds]}::text[])`;
+  const column = sql`${raw(alias)}.company_id`;
+  const [only] = companyIds;
+  return companyIds.length === 1 ? sql`${column} = ${only}` : sql`${column} = ANY(${[...companyIds]}::text[])`;
 }
 
 /** Orders follow the employee they concern; a purchase into inventory follows its country. */

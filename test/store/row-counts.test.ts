@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { raw, sql } from '../../src/store/sql.js';
+import { raw, sql, type Sql } from '../../src/store/sql.js';
+import { companyScope } from '../../src/access/scope.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 
 /*
@@ -35,7 +36,7 @@ describe.each(backends())('row counters [%s]', (backend) => {
   it.each([
     ['status', 'Shipped', 'orders_company_status_idx'],
     ['order_type', 'Deployment', 'orders_company_type_idx'],
-  ])('counts orders filtered by %s on an index of those orders, not by reading every order of the company', async (column, value, index) => {
+  ])('counts and pages orders filtered by %s on an index of those orders, not by reading every order of the company', async (column, value, index) => {
     const acme = t.demo.companies.acme;
     // Orders of five statuses and three types, enough that the company's index alone is no longer as good.
     await t.core.db.query(sql`
@@ -49,13 +50,19 @@ describe.each(backends())('row counters [%s]', (backend) => {
       const plan = await t.core.db.transaction(async (tx) => {
         await tx.query(sql`SET LOCAL enable_seqscan = off`);
         await tx.query(sql`SET LOCAL enable_bitmapscan = off`);
-        return tx.query<Record<string, string>>(
-          sql`EXPLAIN SELECT count(*) FROM orders o WHERE o.company_id = ANY(${[acme]}::text[]) AND o.${raw(column)} = ${value}`,
-        );
+        const filtered = sql`${companyScope([acme], 'o')} AND o.${raw(column)} = ${value}`;
+        const explain = (statement: Sql) => tx.query<Record<string, string>>(sql`EXPLAIN ${statement}`);
+        return Promise.all([
+          explain(sql`SELECT count(*) FROM orders o WHERE ${filtered}`),
+          explain(sql`SELECT o.id FROM orders o WHERE ${filtered} ORDER BY o.created_at DESC, o.id DESC LIMIT 51`),
+        ]);
       });
-      const text = plan.map((row) => Object.values(row).join(' ')).join('\n');
-      expect(text).toMatch(new RegExp(`using ${index}`));
-      expect(text).toMatch(new RegExp(`Index Cond: .*${column} = `));
+      const [count, page] = plan.map((rows) => rows.map((row) => Object.values(row).join(' ')).join('\n'));
+      expect(count).toMatch(new RegExp(`using ${index}`));
+      expect(count).toMatch(new RegExp(`Index Cond: .*${column} = `));
+      // The page is read from the index in its order and stops at the limit: nothing is sorted.
+      expect(page).toMatch(new RegExp(`Backward using ${index}`));
+      expect(page).not.toMatch(/Sort/);
     } finally {
       await t.core.db.query(sql`DELETE FROM orders WHERE id LIKE 'ord_counted%'`);
     }
