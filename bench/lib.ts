@@ -1,7 +1,7 @@
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config.js';
 import { createCore, createLogger, type Core } from '../src/core.js';
 import { seedDemo, type DemoData } from '../src/domain/demo.js';
 import { buildApp } from '../src/http/app.js';
+import { createLogOutput } from '../src/log-output.js';
 
 export type Backend = 'pglite' | 'postgres';
 export const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -43,7 +44,9 @@ export async function startBenchServer(backend: Backend, options: { logLevel?: s
     logLevel: options.logLevel ?? 'silent',
     port: 0,
   });
-  const logger = options.logLevel ? createLogger(config, pino.destination({ dest: '/dev/null', sync: false })) : pino({ level: 'silent' });
+  // Logging as deployed: the core's own output, batched and asynchronous, to /dev/null instead of stdout.
+  const output = options.logLevel ? createLogOutput(config.logBufferBytes, openSync('/dev/null', 'w')) : undefined;
+  const logger = output ? createLogger(config, output) : pino({ level: 'silent' });
   const core = await createCore(config, { logger, schema });
   const demo = await seedDemo(core.db);
   const app = await buildApp(core);
@@ -57,6 +60,7 @@ export async function startBenchServer(backend: Backend, options: { logLevel?: s
     async close() {
       await app.close();
       await core.close();
+      await output?.end(1000);
       if (admin && schema) {
         await admin.query(`DROP SCHEMA ${schema} CASCADE`);
         await admin.end();

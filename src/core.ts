@@ -19,7 +19,7 @@ import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
 import { createAccessTokenVerifier } from './oauth/verifier.js';
 import { openSharedState, type SharedState } from './shared-state/index.js';
 import { requestSerializer } from './http/log-redaction.js';
-import { createStdoutLogOutput, type LogOutput } from './log-output.js';
+import { createLogOutput, type LogOutput } from './log-output.js';
 
 /**
  * The process's services, built once from the parsed config: the domain's dependencies and what
@@ -86,7 +86,7 @@ export function createLogger(config: Config, destination: DestinationStream): Lo
 /** An injected logger writes where its caller decided; the core's own writes to stdout (see log-output.ts). */
 function coreLogger(config: Config, injected?: Logger): { logger: Logger; output?: LogOutput } {
   if (injected) return { logger: injected };
-  const output = createStdoutLogOutput(config.logBufferBytes);
+  const output = createLogOutput(config.logBufferBytes);
   return { logger: createLogger(config, output), output };
 }
 

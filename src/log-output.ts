@@ -9,7 +9,14 @@ const { SonicBoom } = sonicBoom;
  * not taken yet is buffered up to a bound, and lines beyond it are dropped and counted; a write error (the
  * reader gone: EPIPE) turns logging off instead of crashing; and nothing flushes synchronously at exit, as
  * pino's default stdout does, waiting forever for a reader that never reads.
+ *
+ * Lines are gathered for at most BATCH_MS (or BATCH_BYTES) and written together: each asynchronous write
+ * is a round trip through libuv's thread pool, which at one write per request line cost more CPU than
+ * building the line (bench/RESULTS.md, "reference").
  */
+
+const BATCH_MS = 10;
+const BATCH_BYTES = 16_384;
 
 type LogDropReason = 'buffer_full' | 'output_closed';
 
@@ -34,9 +41,16 @@ function openStdout(): void {
   process.stdout.on('error', () => undefined);
 }
 
-export function createStdoutLogOutput(maxBufferBytes: number): LogOutput {
-  openStdout();
-  const stream = new SonicBoom({ fd: 1, sync: false, maxLength: maxBufferBytes });
+const linesIn = (text: string) => {
+  let lines = 0;
+  for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', at + 1)) lines++;
+  return lines;
+};
+
+/** Log output to stdout, or to `fd` (the benchmarks write to /dev/null through the same path). */
+export function createLogOutput(maxBufferBytes: number, fd = 1): LogOutput {
+  if (fd === 1) openStdout();
+  const stream = new SonicBoom({ fd, sync: false, maxLength: maxBufferBytes });
   // Plain numbers on the logging path, read at scrape time.
   const dropped: Record<LogDropReason, number> = { buffer_full: 0, output_closed: 0 };
   const droppedLines = new Counter({
@@ -54,31 +68,55 @@ export function createStdoutLogOutput(maxBufferBytes: number): LogOutput {
   // Lines taken since the buffer was last written out: lost with it if the output fails.
   let unwrittenLines = 0;
   stream.on('drain', () => (unwrittenLines = 0));
-  stream.on('drop', () => {
-    unwrittenLines--;
-    dropped.buffer_full++;
+  // A batch is dropped whole (one line per newline: pino escapes newlines inside a line).
+  stream.on('drop', (batch: string) => {
+    const lines = linesIn(batch);
+    unwrittenLines -= lines;
+    dropped.buffer_full += lines;
   });
   stream.on('error', () => {
     closed = true;
     dropped.output_closed += unwrittenLines;
     stream.destroy();
   });
+  let batch = '';
+  let batchLines = 0;
+  let batchTimer: NodeJS.Timeout | undefined;
+  const writeBatch = () => {
+    clearTimeout(batchTimer);
+    batchTimer = undefined;
+    if (batchLines === 0) return;
+    const [text, lines] = [batch, batchLines];
+    batch = '';
+    batchLines = 0;
+    if (!closed) {
+      try {
+        stream.write(text);
+        unwrittenLines += lines;
+        return;
+      } catch {
+        // Written after end(): the stream is gone.
+        closed = true;
+      }
+    }
+    dropped.output_closed += lines;
+  };
+
   return {
     droppedLines,
     write(line) {
-      if (!closed) {
-        try {
-          stream.write(line);
-          unwrittenLines++;
-          return;
-        } catch {
-          // Written after end(): the stream is gone.
-          closed = true;
-        }
+      if (closed) {
+        dropped.output_closed++;
+        return;
       }
-      dropped.output_closed++;
+      batch += line;
+      batchLines++;
+      if (batch.length >= BATCH_BYTES) writeBatch();
+      // Not unref'd: a process that ends by running out of work still writes its last lines.
+      else batchTimer ??= setTimeout(writeBatch, BATCH_MS);
     },
     end(withinMs) {
+      writeBatch();
       if (closed) return Promise.resolve();
       return new Promise((resolve) => {
         const timer = setTimeout(resolve, withinMs);

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** v4 keys: `svc_sk_<8-char key id>_<43-char secret>`. Only the secret's SHA-256 is stored. */
 export const API_KEY_PREFIX = 'svc_sk_';
@@ -16,8 +16,9 @@ export function mintApiKey(): MintedKey {
   return { keyId, rawKey: `${API_KEY_PREFIX}${keyId}_${secret}`, secretHash: hashSecret(secret) };
 }
 
+// One-shot, without a Hash object: this runs on every authenticated request.
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function parseApiKey(rawKey: string): { keyId: string; secret: string } | null {
@@ -26,7 +27,7 @@ export function parseApiKey(rawKey: string): { keyId: string; secret: string } |
 }
 
 export function secretMatches(secret: string, storedHash: string): boolean {
-  const a = Buffer.from(hashSecret(secret), 'hex');
+  const a = hash('sha256', secret, 'buffer');
   const b = Buffer.from(storedHash, 'hex');
   return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -3,7 +3,7 @@ import { API_KEY_PREFIX } from '../access/api-keys.js';
 import { NOT_USER_BOUND_MESSAGE } from '../access/authenticate.js';
 import type { Core } from '../core.js';
 import { bearerChallenge } from '../mcp/discovery.js';
-import { unauthorized } from '../errors.js';
+import { unauthorized, type AppError } from '../errors.js';
 import type { LegacyKeySurface } from './metrics.js';
 
 /** Every v4 surface, by path prefix: a legacy key sent to any of them is refused before routing. */
@@ -35,17 +35,19 @@ function surfaceOf(request: FastifyRequest): LegacyKeySurface | undefined {
 /**
  * Refuses a v2 key on every v4 route with the spec's message, counted by surface, in both
  * deployments: before authentication, the proxy and routing, so no v4 route can let one through.
+ * Answers the refusal for the onRequest hook to pass on; undefined lets the request through.
  */
 export function refuseLegacyKeysOnV4(core: Core) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
+  return (request: FastifyRequest, reply: FastifyReply): AppError | undefined => {
     const key = request.headers['x-api-key'];
-    const values = Array.isArray(key) ? key : key === undefined ? [] : [key];
-    if (!values.some((value) => value.trim() !== '' && !value.trim().startsWith(API_KEY_PREFIX))) return;
+    if (key === undefined) return undefined;
+    const values = Array.isArray(key) ? key : [key];
+    if (!values.some((value) => value.trim() !== '' && !value.trim().startsWith(API_KEY_PREFIX))) return undefined;
     const surface = surfaceOf(request);
-    if (!surface) return;
+    if (!surface) return undefined;
     core.metrics.gateway.recordLegacyKeyRejected(surface);
     // Every 401 of the MCP endpoint points to the protected-resource metadata (spec, Errors), this one too.
     if (surface === 'mcp') void reply.header('www-authenticate', bearerChallenge(core));
-    throw unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
+    return unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
   };
 }

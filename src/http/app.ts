@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import type { Core } from '../core.js';
 import { AppError, ServiceUnavailable } from '../errors.js';
 import { registerRestRoutes } from './rest.js';
@@ -12,7 +13,7 @@ import { registerPages } from '../pages/index.js';
 import { registerMcp } from '../mcp/endpoint.js';
 import { readiness } from './health.js';
 import { BODY_LIMIT_BYTES, errorBody, toAppError } from './errors.js';
-import { RequestLog } from './request-log.js';
+import { LazyRequestLogger, RequestLog } from './request-log.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -37,17 +38,21 @@ export function baseApp(core: Core): FastifyInstance {
     // On close, idle keep-alive connections go at once; busy ones finish their request first.
     forceCloseConnections: 'idle',
     logController: new RequestLog(core.logger),
+    childLoggerFactory: (logger, bindings, options) => new LazyRequestLogger(logger as Logger, bindings, options),
     trustProxy: core.config.trustProxy,
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Every request passes these hooks: callback style, so none costs a promise and a microtask.
+  const refuseLegacyKey = refuseLegacyKeysOnV4(core);
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done(refuseLegacyKey(request, reply));
   });
-  app.addHook('onRequest', refuseLegacyKeysOnV4(core));
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, never the URL: ids in paths would explode the label set.
     const route = request.routeOptions.url ?? 'unmatched';
     core.metrics.http.recordRequest({ route, method: request.method, status: reply.statusCode }, reply.elapsedTime / 1000);
+    done();
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {

@@ -1,21 +1,36 @@
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+import { pino, type Bindings, type ChildLoggerOptions, type Level, type LogFn, type Logger } from 'pino';
 import { requestSerializer } from './log-redaction.js';
+
+const { chindingsSym, streamSym, timeSym } = pino.symbols;
+
+/** What pino starts every line of `logger` with (level, time, its bindings), and where it writes them. */
+function lineParts(logger: Logger) {
+  const internals = logger as unknown as Record<symbol, unknown>;
+  return {
+    time: internals[timeSym] as () => string,
+    bindings: () => internals[chindingsSym] as string,
+    stream: internals[streamSym] as { write(line: string): void },
+  };
+}
 
 /**
  * Fastify's request log, one line per request: its end at info, its arrival only at debug (where a
- * request that never ends shows). The end line is built here from the request serializer (method,
- * URL with secret query values masked, addresses; never headers), the status and the time, none of
- * which the redaction paths could match, so a child logger without them writes it: walking those
- * paths on every line was most of what logging cost (bench/RESULTS.md, "reference"). A request
- * that errored is logged with its error through the redacting logger.
+ * request that never ends shows). The end line holds the request serializer's fields (method, URL
+ * with secret query values masked, addresses; never headers), the status and the time, none of which
+ * a redaction path could match: it is written as JSON straight to the logger's stream, in the format
+ * pino writes, without pino's per-line walk over serializers and redaction paths (most of what
+ * logging cost: bench/RESULTS.md, "reference"). A request that errored is logged with its error
+ * through the redacting logger.
  */
 export class RequestLog extends LogController {
-  private readonly lines: Logger;
+  private readonly parts: ReturnType<typeof lineParts>;
+  private readonly infoLevel: number;
 
-  constructor(logger: Logger) {
+  constructor(private readonly logger: Logger) {
     super();
-    this.lines = logger.child({}, { redact: [] });
+    this.parts = lineParts(logger);
+    this.infoLevel = logger.levels.values.info!;
   }
 
   override incomingRequest(request: FastifyRequest): void {
@@ -25,8 +40,73 @@ export class RequestLog extends LogController {
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return;
-    const line = { reqId: request.id, req: requestSerializer(request), res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
-    if (error) request.log.error({ ...line, err: error }, 'request errored');
-    else this.lines.info(line, 'request completed');
+    if (error) {
+      request.log.error({ req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime, err: error }, 'request errored');
+      return;
+    }
+    if (!this.logger.isLevelEnabled('info')) return;
+    const { time, bindings, stream } = this.parts;
+    stream.write(
+      `{"level":${this.infoLevel}${time()}${bindings()},"reqId":${JSON.stringify(request.id)},` +
+        `"req":${JSON.stringify(requestSerializer(request))},"res":{"statusCode":${reply.statusCode}},` +
+        `"responseTime":${reply.elapsedTime},"msg":"request completed"}\n`,
+    );
+  }
+}
+
+/**
+ * request.log, made on first use. Fastify gives every request a child logger, and a pino child walks
+ * the redaction paths over its bindings when it is made; most requests never log through theirs (the
+ * request line above does not), so the child is made only when a line at an enabled level needs it.
+ */
+export class LazyRequestLogger implements FastifyBaseLogger {
+  private made: Logger | undefined;
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+
+  get level(): string {
+    return this.made?.level ?? this.parent.level;
+  }
+
+  set level(level: string) {
+    this.instance().level = level;
+  }
+
+  private instance(): Logger {
+    return (this.made ??= this.parent.child(this.bindings, this.options));
+  }
+
+  private log(level: Level, args: Parameters<LogFn>): void {
+    if (this.made ? this.made.isLevelEnabled(level) : this.parent.isLevelEnabled(level)) {
+      (this.instance()[level] as (...line: Parameters<LogFn>) => void)(...args);
+    }
+  }
+
+  fatal(...args: Parameters<LogFn>): void {
+    this.log('fatal', args);
+  }
+  error(...args: Parameters<LogFn>): void {
+    this.log('error', args);
+  }
+  warn(...args: Parameters<LogFn>): void {
+    this.log('warn', args);
+  }
+  info(...args: Parameters<LogFn>): void {
+    this.log('info', args);
+  }
+  debug(...args: Parameters<LogFn>): void {
+    this.log('debug', args);
+  }
+  trace(...args: Parameters<LogFn>): void {
+    this.log('trace', args);
+  }
+  silent(): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.instance().child(bindings, options);
   }
 }

@@ -1,0 +1,132 @@
+import { mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/core.js';
+import { baseApp } from '../../src/http/app.js';
+import { createLogOutput } from '../../src/log-output.js';
+import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
+
+/*
+ * The request line is written straight to the logger's stream (not through pino's per-line path),
+ * request.log is made on first use, and the output gathers lines into batches: the line must still
+ * read as pino writes it, hold the client's address, and every line must arrive.
+ */
+
+interface Line {
+  level: number;
+  time: number;
+  pid: number;
+  hostname: string;
+  msg: string;
+  reqId?: string;
+  req?: { method: string; url: string; host: string; remoteAddress: string; remotePort: number };
+  res?: { statusCode: number };
+  responseTime?: number;
+  err?: { message: string; headers?: Record<string, string> };
+}
+
+async function startLogged(level: 'info' | 'warn'): Promise<{ app: ListeningTestApp; lines: Line[] }> {
+  const lines: Line[] = [];
+  const logs = new PassThrough();
+  logs.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line)));
+  const logger = createLogger(loadConfig({}, { logLevel: level, dataDir: 'memory://' }), logs);
+  const app = await startListeningApp('pglite', { core: { logger }, config: { logLevel: level } });
+  return { app, lines };
+}
+
+describe('request log', () => {
+  let info: { app: ListeningTestApp; lines: Line[] };
+  let warn: { app: ListeningTestApp; lines: Line[] };
+
+  beforeAll(async () => {
+    [info, warn] = await Promise.all([startLogged('info'), startLogged('warn')]);
+  });
+  afterAll(async () => {
+    await Promise.all([info?.app.close(), warn?.app.close()]);
+  });
+
+  it('writes one line per request at info, as pino does, with the client address and secret query values masked', async () => {
+    const { app, lines } = info;
+    const before = Date.now();
+    const response = await fetch(`${app.baseUrl}/v4/employees/${app.demo.employees.dana}?token=s3cret-value`, {
+      headers: { 'x-api-key': app.demo.apiKeys.admin },
+    });
+    await response.arrayBuffer();
+    const reqId = response.headers.get('x-request-id')!;
+    await expect.poll(() => lines.filter((line) => line.reqId === reqId)).toHaveLength(1);
+    const line = lines.find((l) => l.reqId === reqId)!;
+    expect(Object.keys(line)).toEqual(['level', 'time', 'pid', 'hostname', 'reqId', 'req', 'res', 'responseTime', 'msg']);
+    expect(line).toMatchObject({
+      level: 30,
+      pid: process.pid,
+      hostname: hostname(),
+      msg: 'request completed',
+      req: { method: 'GET', url: `/v4/employees/${app.demo.employees.dana}?token=[redacted]`, host: new URL(app.baseUrl).host, remoteAddress: '127.0.0.1' },
+      res: { statusCode: response.status },
+    });
+    expect(line.time).toBeGreaterThanOrEqual(before);
+    expect(line.time).toBeLessThanOrEqual(Date.now());
+    expect(line.req!.remotePort).toBeGreaterThan(0);
+    expect(line.responseTime).toBeGreaterThan(0);
+    // The same prefix as a line pino writes itself.
+    const started = lines.find((l) => l.msg.startsWith('Server listening'))!;
+    expect(Object.keys(started).slice(0, 4)).toEqual(['level', 'time', 'pid', 'hostname']);
+  });
+
+  it('writes no request line below its level', async () => {
+    const { app, lines } = warn;
+    const response = await fetch(`${app.baseUrl}/healthz`);
+    expect(response.status).toBe(200);
+    const failed = await fetch(`${app.baseUrl}/v4/employees`);
+    expect(failed.status).toBe(401);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(lines.filter((line) => line.msg === 'request completed')).toEqual([]);
+  });
+
+  it('request.log carries the request id, redacts, and skips levels that are off', async () => {
+    const { app, lines } = info;
+    const probe = baseApp(app.core);
+    probe.get('/probe/logs', async (request) => {
+      request.log.debug('not at info');
+      request.log.warn({ err: Object.assign(new Error('upstream said no'), { headers: { 'x-api-key': 'svc_sk_probe_secret' } }) }, 'probe warning');
+      request.log.child({ step: 'inner' }).info('inner step');
+      return { ok: true };
+    });
+    const response = await probe.inject({ url: '/probe/logs' });
+    await probe.close();
+    const reqId = response.headers['x-request-id'];
+    await expect.poll(() => lines.filter((line) => line.reqId === reqId).map((line) => line.msg)).toEqual(['probe warning', 'inner step', 'request completed']);
+    const warning = lines.find((line) => line.reqId === reqId && line.msg === 'probe warning')!;
+    expect(warning.level).toBe(40);
+    expect(warning.err).toMatchObject({ message: 'upstream said no', headers: { 'x-api-key': '[redacted]' } });
+    expect(lines.find((line) => line.reqId === reqId && line.msg === 'inner step')).toMatchObject({ step: 'inner', level: 30 });
+  });
+});
+
+describe('log output', () => {
+  const file = () => join(mkdtempSync(join(tmpdir(), 'log-output-')), 'out.log');
+
+  it('writes every line in order, gathered into batches, within its batch interval', async () => {
+    const path = file();
+    const fd = openSync(path, 'w');
+    const output = createLogOutput(1024 * 1024, fd);
+    for (let i = 0; i < 5; i++) output.write(`{"n":${i}}\n`);
+    // Gathered, not yet written: one write for the batch.
+    expect(readFileSync(path, 'utf8')).toBe('');
+    await expect.poll(() => readFileSync(path, 'utf8'), { timeout: 1000 }).toBe([0, 1, 2, 3, 4].map((n) => `{"n":${n}}\n`).join(''));
+    await output.end(1000);
+  });
+
+  it('writes a full batch at once and the rest at end()', async () => {
+    const path = file();
+    const fd = openSync(path, 'w');
+    const output = createLogOutput(1024 * 1024, fd);
+    const line = `{"pad":"${'x'.repeat(1000)}"}\n`;
+    for (let i = 0; i < 40; i++) output.write(line);
+    await output.end(1000);
+    expect(readFileSync(path, 'utf8')).toBe(line.repeat(40));
+  });
+});
