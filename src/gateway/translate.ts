@@ -34,8 +34,8 @@ function fieldError(field: string, rule: string, message: string): AppError {
 }
 
 /**
- * `doc` without `field`, then `to` set to `value` (last, unless `doc` already has it). Copied key by key:
- * the object rest pattern ({ [field]: _, ...rest }) cost a v2 read more than the rest of its translation.
+ * `doc` without `field`, then `to` set to `value` (last, unless `doc` already has it). Copied key by key,
+ * which a CPU profile of a v2 read showed cheaper than the object rest pattern ({ [field]: _, ...rest }).
  */
 function replaceField(doc: Doc, field: string, to: string, value: unknown): Doc {
   const out: Doc = {};

@@ -19,9 +19,9 @@ function lineParts(logger: Logger) {
  * request that never ends shows). The end line holds the request serializer's fields (method, URL
  * with secret query values masked, addresses; never headers), the status and the time, none of which
  * a redaction path could match: it is written as JSON straight to the logger's stream, in the format
- * pino writes, without pino's per-line walk over serializers and redaction paths (most of what
- * logging cost: bench/RESULTS.md, "reference"). A request that errored is logged with its error
- * through the redacting logger.
+ * pino writes, without pino's generic per-line path (serializers, merging the line object), which was
+ * most of what the line cost (README, Benchmarks, "reference"). A request that errored is logged with
+ * its error through the redacting logger.
  */
 export class RequestLog extends LogController {
   private readonly parts: ReturnType<typeof lineParts>;
