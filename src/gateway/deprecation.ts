@@ -18,24 +18,17 @@ export interface DeprecationLinks {
 /** RFC 9745: a structured-field date, `@` + whole Unix seconds. */
 const structuredDate = (date: Date) => `@${Math.floor(date.getTime() / 1000)}`;
 
-// The same for every call under one sunset map: formatted once, not on every request.
-const datedHeaders = new WeakMap<Sunset, { Deprecation: string; Sunset: string }>();
-function datedHeadersOf(sunset: Sunset): { Deprecation: string; Sunset: string } {
-  let headers = datedHeaders.get(sunset);
-  if (!headers) {
-    // RFC 8594 wants an IMF-fixdate, which is exactly what toUTCString produces.
-    headers = { Deprecation: structuredDate(sunset.deprecation), Sunset: sunset.sunset.toUTCString() };
-    datedHeaders.set(sunset, headers);
-  }
-  return headers;
-}
-
 /** The v2 deprecation signals at `now`; pure, so the clock is the caller's (tests move it). */
 export function deprecationVerdict(sunset: Sunset, now: Date, { successorPath, guideAnchor }: DeprecationLinks): DeprecationVerdict {
   const successor = successorPath === undefined ? undefined : sunset.links.successor.replaceAll('{v4Path}', successorPath);
   const guide = sunset.links.migrationGuide.replaceAll('{anchor}', guideAnchor);
   const links = [...(successor === undefined ? [] : [`<${successor}>; rel="successor-version"`]), `<${guide}>; rel="deprecation"`];
-  const headers = { ...datedHeadersOf(sunset), Link: links.join(', ') };
+  const headers = {
+    Deprecation: structuredDate(sunset.deprecation),
+    // RFC 8594 wants an IMF-fixdate, which is exactly what toUTCString produces.
+    Sunset: sunset.sunset.toUTCString(),
+    Link: links.join(', '),
+  };
   const instead = successor === undefined ? 'this endpoint has no v4 successor' : `use its v4 successor ${successor}`;
   if (now >= sunset.sunset) {
     return {

@@ -54,12 +54,21 @@ export class RequestLog extends LogController {
   }
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const satisfies readonly Level[];
+
 /**
  * request.log, made on first use. Fastify gives every request a child logger, and a pino child walks
  * the redaction paths over its bindings when it is made; most requests never log through theirs (the
  * request line above does not), so the child is made only when a line at an enabled level needs it.
  */
 export class LazyRequestLogger implements FastifyBaseLogger {
+  // One method per level, defined on the prototype below.
+  declare fatal: LogFn;
+  declare error: LogFn;
+  declare warn: LogFn;
+  declare info: LogFn;
+  declare debug: LogFn;
+  declare trace: LogFn;
   private made: Logger | undefined;
 
   constructor(
@@ -69,7 +78,7 @@ export class LazyRequestLogger implements FastifyBaseLogger {
   ) {}
 
   get level(): string {
-    return this.made?.level ?? this.parent.level;
+    return (this.made ?? this.parent).level;
   }
 
   set level(level: string) {
@@ -80,33 +89,20 @@ export class LazyRequestLogger implements FastifyBaseLogger {
     return (this.made ??= this.parent.child(this.bindings, this.options));
   }
 
-  private log(level: Level, args: Parameters<LogFn>): void {
-    if (this.made ? this.made.isLevelEnabled(level) : this.parent.isLevelEnabled(level)) {
-      (this.instance()[level] as (...line: Parameters<LogFn>) => void)(...args);
-    }
+  /** A line at `level`, through the child (made now if the level is enabled). */
+  logAt(level: Level, args: Parameters<LogFn>): void {
+    if ((this.made ?? this.parent).isLevelEnabled(level)) (this.instance()[level] as (...line: Parameters<LogFn>) => void)(...args);
   }
 
-  fatal(...args: Parameters<LogFn>): void {
-    this.log('fatal', args);
-  }
-  error(...args: Parameters<LogFn>): void {
-    this.log('error', args);
-  }
-  warn(...args: Parameters<LogFn>): void {
-    this.log('warn', args);
-  }
-  info(...args: Parameters<LogFn>): void {
-    this.log('info', args);
-  }
-  debug(...args: Parameters<LogFn>): void {
-    this.log('debug', args);
-  }
-  trace(...args: Parameters<LogFn>): void {
-    this.log('trace', args);
-  }
   silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.instance().child(bindings, options);
   }
+}
+
+for (const level of LOG_LEVELS) {
+  LazyRequestLogger.prototype[level] = function (this: LazyRequestLogger, ...args: Parameters<LogFn>) {
+    this.logAt(level, args);
+  } as LogFn;
 }

@@ -120,6 +120,17 @@ describe('log output', () => {
     await output.end(1000);
   });
 
+  it('counts every line of a batch the reader has no room for as dropped', async () => {
+    const path = file();
+    const output = createLogOutput(100, openSync(path, 'w'));
+    for (let i = 0; i < 3; i++) output.write(`{"n":${i},"pad":"${'x'.repeat(40)}"}\n`);
+    await output.end(1000);
+    // Three lines of 55 bytes, gathered into one batch over the 100-byte bound: dropped whole, counted as three.
+    expect(readFileSync(path, 'utf8')).toBe('');
+    const counted = (await output.droppedLines.get()).values.find((v) => v.labels.reason === 'buffer_full');
+    expect(counted?.value).toBe(3);
+  });
+
   it('writes a full batch at once and the rest at end()', async () => {
     const path = file();
     const fd = openSync(path, 'w');
