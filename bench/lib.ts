@@ -131,9 +131,12 @@ export interface Measurement {
 
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
+/** Unmeasured load before each row, so no row pays the JIT's warm-up of the code it is the first to run. */
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
+
 /**
  * Fixed-duration load with autocannon in its own process, so the load generator does not
- * share the server's event loop; any non-2xx counts as an error.
+ * share the server's event loop; any non-2xx counts as an error. A warm-up run comes first.
  */
 export async function measure(
   url: string,
@@ -144,12 +147,16 @@ export async function measure(
 ): Promise<Measurement> {
   const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
   const postArgs = post ? ['-m', 'POST', '-b', post.body] : [];
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [AUTOCANNON, '--json', '-c', String(connections), '-d', String(seconds), ...headerArgs, ...postArgs, url],
-    { maxBuffer: 16 * 1024 * 1024 },
-  );
-  const result = JSON.parse(stdout) as autocannon.Result;
+  const run = async (duration: number) => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [AUTOCANNON, '--json', '-c', String(connections), '-d', String(duration), ...headerArgs, ...postArgs, url],
+      { maxBuffer: 16 * 1024 * 1024 },
+    );
+    return JSON.parse(stdout) as autocannon.Result;
+  };
+  if (WARMUP_SECONDS > 0) await run(WARMUP_SECONDS);
+  const result = await run(seconds);
   return {
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,

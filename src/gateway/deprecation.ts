@@ -7,49 +7,48 @@ export interface DeprecationVerdict {
   gone: null | { status: 410; code: 'v2_brownout' | 'v2_sunset'; message: string };
 }
 
-/** What the Link header of one v2 call points to. */
-export interface DeprecationLinks {
-  /** The v4 path replacing the call; undefined for a route without a v4 successor. */
-  successorPath: string | undefined;
-  /** The route's section of the migration guide. */
-  guideAnchor: string;
-}
-
 /** RFC 9745: a structured-field date, `@` + whole Unix seconds. */
 const structuredDate = (date: Date) => `@${Math.floor(date.getTime() / 1000)}`;
 
-/** The v2 deprecation signals at `now`; pure, so the clock is the caller's (tests move it). */
-export function deprecationVerdict(sunset: Sunset, now: Date, { successorPath, guideAnchor }: DeprecationLinks): DeprecationVerdict {
-  const successor = successorPath === undefined ? undefined : sunset.links.successor.replaceAll('{v4Path}', successorPath);
+/** The deprecation signals of one v2 call at `now`, given the v4 path replacing it (undefined: no successor). */
+export type DeprecationSignals = (now: Date, successorPath: string | undefined) => DeprecationVerdict;
+
+/**
+ * The signals of one route, whose guide section is `guideAnchor`. What does not depend on the call
+ * is formatted here, once per route: a profile of a v2 read showed the per-call formatting.
+ * Pure, so the clock is the caller's (tests move it).
+ */
+export function deprecationSignals(sunset: Sunset, guideAnchor: string): DeprecationSignals {
+  const deprecation = structuredDate(sunset.deprecation);
+  // RFC 8594 wants an IMF-fixdate, which is exactly what toUTCString produces.
+  const sunsetDate = sunset.sunset.toUTCString();
   const guide = sunset.links.migrationGuide.replaceAll('{anchor}', guideAnchor);
-  const links = [...(successor === undefined ? [] : [`<${successor}>; rel="successor-version"`]), `<${guide}>; rel="deprecation"`];
-  const headers = {
-    Deprecation: structuredDate(sunset.deprecation),
-    // RFC 8594 wants an IMF-fixdate, which is exactly what toUTCString produces.
-    Sunset: sunset.sunset.toUTCString(),
-    Link: links.join(', '),
+  const guideLink = `<${guide}>; rel="deprecation"`;
+  const brownouts = sunset.brownouts.map(({ start, end }) => ({ start: start.getTime(), end: end.getTime(), endDate: end.toUTCString() }));
+  const sunsetAt = sunset.sunset.getTime();
+  return (now, successorPath) => {
+    const successor = successorPath === undefined ? undefined : sunset.links.successor.replaceAll('{v4Path}', successorPath);
+    const headers = {
+      Deprecation: deprecation,
+      Sunset: sunsetDate,
+      Link: successor === undefined ? guideLink : `<${successor}>; rel="successor-version", ${guideLink}`,
+    };
+    const at = now.getTime();
+    const instead = () => `${successor === undefined ? 'this endpoint has no v4 successor' : `use its v4 successor ${successor}`} (migration guide: ${guide})`;
+    if (at >= sunsetAt) {
+      return { headers, gone: { status: 410, code: 'v2_sunset', message: `API v2 was retired on ${sunsetDate}; ${instead()}` } };
+    }
+    const brownout = brownouts.find(({ start, end }) => at >= start && at < end);
+    if (brownout) {
+      return {
+        headers,
+        gone: {
+          status: 410,
+          code: 'v2_brownout',
+          message: `API v2 is in a scheduled brownout until ${brownout.endDate} ahead of its sunset on ${sunsetDate}; ${instead()}`,
+        },
+      };
+    }
+    return { headers, gone: null };
   };
-  const instead = successor === undefined ? 'this endpoint has no v4 successor' : `use its v4 successor ${successor}`;
-  if (now >= sunset.sunset) {
-    return {
-      headers,
-      gone: {
-        status: 410,
-        code: 'v2_sunset',
-        message: `API v2 was retired on ${sunset.sunset.toUTCString()}; ${instead} (migration guide: ${guide})`,
-      },
-    };
-  }
-  const brownout = sunset.brownouts.find(({ start, end }) => now >= start && now < end);
-  if (brownout) {
-    return {
-      headers,
-      gone: {
-        status: 410,
-        code: 'v2_brownout',
-        message: `API v2 is in a scheduled brownout until ${brownout.end.toUTCString()} ahead of its sunset on ${sunset.sunset.toUTCString()}; ${instead} (migration guide: ${guide})`,
-      },
-    };
-  }
-  return { headers, gone: null };
 }

@@ -8,7 +8,7 @@ import { callUpstream } from '../http/upstream.js';
 import { upstreamFailure } from './upstream-failure.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';
-import { deprecationVerdict } from './deprecation.js';
+import { deprecationSignals } from './deprecation.js';
 import { routeAnchor } from './migration-guide.js';
 import { TopicCache } from '../store/change-feed.js';
 import { resolveLegacyKey, type LegacyKeyResolution } from './legacy-keys.js';
@@ -40,16 +40,19 @@ function outcomeOf(status: number, forwardsToLegacy: boolean): string {
   return status >= 500 ? 'upstream_error' : 'invalid';
 }
 
+/** The v4 path of the route's first operation, `:name` segments unfilled; none for a route without a v4 successor. */
+function successorTemplate(route: Route): string | undefined {
+  return route.kind === 'passthrough' ? undefined : (domainOperationByName(route.operation)?.path ?? '/v4');
+}
+
 /**
- * The v4 path of the route's first operation with the v2 path params filled in, in order; none
- * for a route without a v4 successor.
+ * The successor template with the v2 path params filled in, in order.
  * Params are percent-encoded again: decoded, a CR, LF or NUL would break (or inject into) the Link header.
  */
-function successorPath(route: Route, params: Record<string, string>): string | undefined {
-  if (route.kind === 'passthrough') return undefined;
-  const v4Path = domainOperationByName(route.operation)?.path ?? '/v4';
+function successorPath(template: string | undefined, params: Record<string, string>): string | undefined {
+  if (template === undefined || !template.includes(':')) return template;
   const values = Object.values(params).map(encodeURIComponent);
-  return v4Path.replace(/:[A-Za-z]+/g, (segment) => {
+  return template.replace(/:[A-Za-z]+/g, (segment) => {
     const value = params[segment.slice(1)];
     return (value === undefined ? undefined : encodeURIComponent(value)) ?? values.shift() ?? segment;
   });
@@ -57,7 +60,8 @@ function successorPath(route: Route, params: Record<string, string>): string | u
 
 type LegacyKeyCache = TopicCache<LegacyKeyResolution>;
 
-async function activeKey(core: Core, legacyKeys: LegacyKeyCache, request: FastifyRequest): Promise<ActiveKey & { rawKey: string }> {
+/** The caller's legacy key as sent: one non-empty X-API-KEY that is not a v4 key. */
+function legacyKeyHeader(request: FastifyRequest): string {
   const raw = request.headers['x-api-key'];
   if (raw === undefined || raw === '') throw unauthorized('missing_api_key', 'Send your v2 API key in the X-API-KEY header');
   if (Array.isArray(raw)) throw unauthorized('ambiguous_credentials', 'Send the X-API-KEY header once');
@@ -67,11 +71,15 @@ async function activeKey(core: Core, legacyKeys: LegacyKeyCache, request: Fastif
       `v2 takes legacy keys only; a v4 key (${API_KEY_PREFIX}…) works on the v4 API, to which this endpoint has a successor`,
     );
   }
+  return raw;
+}
+
+async function activeKey(core: Core, legacyKeys: LegacyKeyCache, raw: string): Promise<ActiveKey> {
   // Unknown keys are not cached, so a newly registered key works at once and guessing fills nothing.
   const key = await legacyKeys.get(hashSecret(raw), () => resolveLegacyKey(core, raw), (found) => found.status !== 'unknown');
   if (key.status === 'unknown') throw unauthorized('invalid_api_key', 'The API key is unknown');
   if (key.status === 'disabled') throw unauthorized('legacy_key_disabled', 'This legacy key has been disabled; migrate to a v4 key');
-  return { ...key, rawKey: raw };
+  return key;
 }
 
 interface Answer {
@@ -176,28 +184,30 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
   const legacyKeys: LegacyKeyCache = new TopicCache(core.changes, 'credentials');
   // A key's access changing drops its lookups too.
   const lookupCaches: Record<LookupTopic, TopicCache<unknown>> = { teams: new TopicCache(core.changes, ['teams', 'credentials']) };
-  const shared: SharedLookup = (topic, key, load) => lookupCaches[topic].get(key, load);
+  const shared: SharedLookup = (topic, key, load) => lookupCaches[topic].peek(key) ?? lookupCaches[topic].get(key, load);
   const shadow = shadowCheckOf(core);
   for (const route of core.mappings.routes) {
     const routeLabel = `${route.method} ${route.path}`;
     const capability = scopeEntryFor(scopes, route.scope)?.capability ?? 'none';
+    const signals = deprecationSignals(sunset, routeAnchor(route));
+    const v4Template = successorTemplate(route);
     app.route({
       method: route.method,
       url: `${sunset.prefix}${route.path}`,
       // Every v2 answer, 410 and errors included, carries the deprecation signals.
-      onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
-        const links = { successorPath: successorPath(route, request.params as Record<string, string>), guideAnchor: routeAnchor(route) };
-        const verdict = deprecationVerdict(sunset, core.now(), links);
+      // Callback-style hooks: an async one costs a promise per request on the hot path.
+      onRequest: (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+        const verdict = signals(core.now(), successorPath(v4Template, request.params as Record<string, string>));
         void reply.headers(verdict.headers);
-        if (verdict.gone) {
-          const { status, code, message } = verdict.gone;
-          return reply.status(status).send(v2ErrorBody(new AppError(status, code, message)));
-        }
+        if (!verdict.gone) return done();
+        const { status, code, message } = verdict.gone;
+        void reply.status(status).send(v2ErrorBody(new AppError(status, code, message)));
       },
-      onResponse: async (request: FastifyRequest, reply: FastifyReply) => {
+      onResponse: (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
         const outcome = outcomeOf(reply.statusCode, Boolean(core.config.legacyV2Upstream));
         core.metrics.gateway.recordV2Request({ route: routeLabel, scope: route.scope, capability, outcome }, reply.elapsedTime / 1000);
         shadow.afterAnswer(request, reply.statusCode);
+        done();
       },
       errorHandler: (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
         const appError = toAppError(error);
@@ -206,7 +216,8 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
         void reply.status(appError.status).send(v2ErrorBody(appError));
       },
       handler: async (request, reply) => {
-        const key = await activeKey(core, legacyKeys, request);
+        const rawKey = legacyKeyHeader(request);
+        const key = await activeKey(core, legacyKeys, rawKey);
         if (!key.scopes.some((held) => entryMatches(held, route.scope))) {
           throw forbidden('missing_scope', `This legacy key lacks the v2 scope ${route.scope}, which ${routeLabel} requires`, {
             required: route.scope,
@@ -218,8 +229,8 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
         try {
           answer =
             route.kind === 'passthrough'
-              ? await forwardToLegacy(core, route, request, key.rawKey)
-              : await shadow.translated(request, { route, key, legacyUrl: legacyV2Url(core, route, request) }, () =>
+              ? await forwardToLegacy(core, route, request, rawKey)
+              : await shadow.translated(request, { route, key: { legacyKeyId: key.legacyKeyId, companyId: key.companyId, rawKey }, legacyUrl: legacyV2Url(core, route, request) }, () =>
                   serveV4(core, v4For(request.id), route, key, restInput(route.method, request), shared),
                 );
         } finally {

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deprecationVerdict, type DeprecationLinks } from '../../src/gateway/deprecation.js';
+import { deprecationSignals } from '../../src/gateway/deprecation.js';
 import { loadMappings } from '../../src/gateway/mappings.js';
 
 const { sunset } = loadMappings(join(import.meta.dirname, '../../mappings'));
@@ -8,9 +8,11 @@ const at = (iso: string) => new Date(iso);
 const employee = { successorPath: '/v4/employees/emp_1', guideAnchor: 'get-employees-id' };
 const teams = { successorPath: '/v4/teams', guideAnchor: 'get-teams' };
 const catalogs = { successorPath: undefined, guideAnchor: 'get-catalogs' };
-const verdict = (iso: string, links: DeprecationLinks = employee) => deprecationVerdict(sunset, at(iso), links);
+type Links = typeof employee | typeof catalogs;
+const deprecationVerdict = (ofSunset: typeof sunset, now: Date, links: Links) => deprecationSignals(ofSunset, links.guideAnchor)(now, links.successorPath);
+const verdict = (iso: string, links: Links = employee) => deprecationVerdict(sunset, at(iso), links);
 
-describe('deprecationVerdict', () => {
+describe('deprecationSignals', () => {
   it('sends the three signals in their RFC formats, the deprecation link to the route\'s section of the served guide', () => {
     expect(verdict('2026-06-01T00:00:00Z').headers).toEqual({
       Deprecation: '@1751328000',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
-import { Translation } from '../../src/gateway/translate.js';
+import { Translation, type SharedLookup } from '../../src/gateway/translate.js';
 
 const mappings = loadMappings(defaultMappingsDir());
 const route = mappings.routes.find((r) => r.method === 'PATCH' && r.path === '/employees/:id');
@@ -54,5 +54,65 @@ describe('the employee answer keeps the v2 field order', () => {
     expect(Object.keys(v2.deliveryAddress as object)).toEqual(['addressOne', 'addressTwo', 'city', 'state', 'zipCode', 'country', 'phone']);
     // The v4 record itself is left as it was.
     expect(v4).toHaveProperty('personalEmail', 'dana@home.example');
+  });
+});
+
+describe('lookups reused across requests', () => {
+  const list = mappings.routes.find((r) => r.method === 'GET' && r.path === '/employees');
+  if (list?.kind !== 'v4') throw new Error('the maps lost GET /employees');
+  const page = {
+    employees: [
+      { id: 'emp_1', teamName: 'Engineering', city: 'Berlin' },
+      { id: 'emp_2', teamName: null, city: 'Potsdam' },
+      { id: 'emp_3', teamName: 'Sales', city: 'Hamburg' },
+      { id: 'emp_4', teamName: 'Gone', city: 'Bonn' },
+    ],
+    totalCount: 4,
+  };
+  /** A shared cache as the gateway's: a held answer at once, a missing one loaded and kept. */
+  const sharedCache = () => {
+    const held = new Map<string, unknown>();
+    const shared: SharedLookup = (_topic, key, load) =>
+      held.has(key) ? held.get(key) : load().then((value) => (held.set(key, value), value));
+    return shared;
+  };
+  const countingV4 = () => {
+    const calls: string[] = [];
+    const call = async (operation: string, input: Record<string, unknown>) => {
+      calls.push(operation);
+      if (operation === 'list_teams') return { teams: [{ id: 'team_1', name: 'Engineering' }, { id: 'team_2', name: 'Sales' }], totalCount: 2 };
+      if (operation === 'get_team' && input.id === 'team_1') return { id: 'team_1', name: 'Engineering' };
+      throw new AppError(404, 'not_found', `No team ${String(input.id)}`);
+    };
+    return { calls, call };
+  };
+  const expected = [
+    { id: 'emp_1', teamId: 'team_1', deliveryAddress: { city: 'Berlin' } },
+    { id: 'emp_2', teamId: null, deliveryAddress: { city: 'Potsdam' } },
+    { id: 'emp_3', teamId: 'team_2', deliveryAddress: { city: 'Hamburg' } },
+    { id: 'emp_4', teamId: null, deliveryAddress: { city: 'Bonn' } },
+  ];
+
+  it('loads a list lookup once for a whole page, and not at all while the shared cache holds it', async () => {
+    const shared = sharedCache();
+    const v4 = countingV4();
+    const translate = () => new Translation(v4.call, 100, shared).response(list.response, page, { operation: list.operation, input: {} });
+    expect(await translate()).toEqual(expected);
+    expect(v4.calls).toEqual(['list_teams']);
+    expect(await translate()).toEqual(expected);
+    expect(v4.calls).toEqual(['list_teams']);
+  });
+
+  it('keeps a failed lookup a failure, with the v4 status, and caches nothing for it', async () => {
+    const patch = mappings.routes.find((r) => r.method === 'PATCH' && r.path === '/employees/:id');
+    if (patch?.kind !== 'v4') throw new Error('the maps lost PATCH /employees/:id');
+    const shared = sharedCache();
+    const v4 = countingV4();
+    const request = (teamId: string) => new Translation(v4.call, 100, shared).request(patch.request, { id: 'emp_1', teamId });
+    await expect(request('team_9')).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    await expect(request('team_9')).rejects.toMatchObject({ status: 404 });
+    expect((await request('team_1')).input).toEqual({ id: 'emp_1', teamName: 'Engineering' });
+    expect((await request('team_1')).input).toEqual({ id: 'emp_1', teamName: 'Engineering' });
+    expect(v4.calls).toEqual(['get_team', 'get_team', 'get_team']);
   });
 });

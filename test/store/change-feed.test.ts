@@ -167,8 +167,12 @@ describe('TopicCache', () => {
     expect(await cache.get('k', load)).toBe(3);
     expect(await cache.get('k', load)).toBe(4);
     feed.setLive(true);
+    expect(cache.peek('k')).toBeUndefined();
     expect(await cache.get('k', load)).toBe(5);
     expect(await cache.get('k', load)).toBe(5);
+    expect(cache.peek('k')).toBe(5);
+    feed.setLive(false);
+    expect(cache.peek('k')).toBeUndefined();
   });
 
   it('does not keep a value loaded across a change, nor one `keep` refuses', async () => {
