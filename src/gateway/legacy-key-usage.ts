@@ -14,9 +14,14 @@ interface PendingUsage {
  * statement per flush, off the request path. Counts are additive, so instances flush independently;
  * a failed flush keeps its counts for the next one. A crash loses at most one interval's counts.
  */
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 export class UsageRecorder {
   private pending = new Map<string, PendingUsage>();
-  private lastUsed = new Map<string, string>();
+  /** Last use per key, in Unix milliseconds. */
+  private lastUsed = new Map<string, number>();
+  /** The UTC day last counted in, formatted once a day rather than once a call. */
+  private day = { start: 0, text: '1970-01-01' };
   private flushing: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
 
@@ -29,11 +34,19 @@ export class UsageRecorder {
   }
 
   record(keyId: string, endpoint: string, scope: string, now: Date): void {
-    const at = now.toISOString();
-    this.add({ keyId, day: at.slice(0, 10), endpoint, scope, calls: 1 }, at);
+    const at = now.getTime();
+    this.add({ keyId, day: this.dayOf(at), endpoint, scope, calls: 1 }, at);
   }
 
-  private add(usage: PendingUsage, at: string): void {
+  private dayOf(at: number): string {
+    if (at < this.day.start || at >= this.day.start + DAY_MS) {
+      const start = at - (at % DAY_MS);
+      this.day = { start, text: new Date(start).toISOString().slice(0, 10) };
+    }
+    return this.day.text;
+  }
+
+  private add(usage: PendingUsage, at: number): void {
     const id = `${usage.keyId} ${usage.day} ${usage.endpoint}`;
     const entry = this.pending.get(id);
     if (entry) {
@@ -42,7 +55,7 @@ export class UsageRecorder {
     } else {
       this.pending.set(id, { ...usage });
     }
-    if ((this.lastUsed.get(usage.keyId) ?? '') < at) this.lastUsed.set(usage.keyId, at);
+    if ((this.lastUsed.get(usage.keyId) ?? -Infinity) < at) this.lastUsed.set(usage.keyId, at);
   }
 
   /** Writes what was counted so far; flushes never overlap, so none double-counts. */
@@ -67,7 +80,7 @@ export class UsageRecorder {
       await this.db.query(sql`
         WITH touched AS (
           UPDATE legacy_keys l SET last_used_at = GREATEST(l.last_used_at, u.at)
-          FROM unnest(${lastUsed.map(([id]) => id)}::text[], ${lastUsed.map(([, at]) => at)}::timestamptz[]) AS u(id, at)
+          FROM unnest(${lastUsed.map(([id]) => id)}::text[], ${lastUsed.map(([, at]) => new Date(at).toISOString())}::timestamptz[]) AS u(id, at)
           WHERE l.id = u.id RETURNING l.id
         )
         INSERT INTO legacy_key_usage (legacy_key_id, day, endpoint, scope, calls)

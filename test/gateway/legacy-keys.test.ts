@@ -211,8 +211,9 @@ describe.each(backends())('legacy keys [%s]', (backend) => {
     usage.record(id, 'GET /teams', 'api.teams.getAll', new Date('2026-11-20T10:00:00Z'));
     // Counts add up across flushes, not only within one.
     await usage.flush();
-    usage.record(id, 'GET /teams/:teamId', 'api.team.get', day1);
     usage.record(id, 'GET /teams', 'api.teams.getAll', day2);
+    // A call stamped before the last one still counts on its own day.
+    usage.record(id, 'GET /teams/:teamId', 'api.team.get', day1);
     usage.record('lk_missing', 'GET /teams', 'api.teams.getAll', day2);
 
     expect(await legacyKeyUsage(t.core, id)).toEqual([
