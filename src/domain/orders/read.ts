@@ -3,7 +3,7 @@ import { readCompanies } from '../../access/principal.js';
 import { orderScope, wholeCompanies } from '../../access/scope.js';
 import type { Queryable } from '../../store/db.js';
 import { paginate, type PageOrder, type PageRequest } from '../../store/paging.js';
-import { and, containsText, sql, type Sql } from '../../store/sql.js';
+import { and, containsText, raw, sql, type Sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
 import type { AnyOrderType, DeviceRole, OrderSortField, OrderState, ShipmentDirection } from './model.js';
 import { ORDER_PRODUCT_IDS } from './record.js';
@@ -53,18 +53,21 @@ export interface OrderFilters {
 }
 
 /**
- * The orders a free text finds: by the employee's name or email, the order id, or the serial number
- * of a device on the order, each part through its trigram index (migration 0012). Employees and
- * devices are gathered into arrays, so their orders are looked up by index however many the
- * planner guesses a LIKE matches (a guess that turned a common name into a hash join over every order).
+ * The orders of `companies` a free text finds: by the employee's name or email, the order id, or the
+ * serial number of a device on the order, each part through its trigram index (migration 0012).
+ * Employees and devices are gathered into arrays, so their orders are looked up by index however many
+ * the planner guesses a LIKE matches (a guess that turned a common name into a hash join over every
+ * order). Gathering within the companies only: across all of them, a last name at 1M orders fetched
+ * three times the orders the caller could see (EXPLAIN: 100 ms, 48 ms within the company).
  */
-function ordersMatching(text: string): Sql {
+function ordersMatching(text: string, companies: readonly string[]): Sql {
+  const within = (alias: string) => sql`${raw(alias)}.company_id = ANY(${[...companies]}::text[])`;
   return sql`
-    SELECT byEmployee.id FROM orders byEmployee WHERE byEmployee.employee_id = ANY(ARRAY(
-      SELECT me.id FROM employees me WHERE ${containsText(text, [sql`me.display_name`, sql`me.email`])}))
-    UNION ALL SELECT byId.id FROM orders byId WHERE ${containsText(text, [sql`byId.id`])}
+    SELECT byEmployee.id FROM orders byEmployee WHERE ${within('byEmployee')} AND byEmployee.employee_id = ANY(ARRAY(
+      SELECT me.id FROM employees me WHERE ${within('me')} AND ${containsText(text, [sql`me.display_name`, sql`me.email`])}))
+    UNION ALL SELECT byId.id FROM orders byId WHERE ${within('byId')} AND ${containsText(text, [sql`byId.id`])}
     UNION ALL SELECT od.order_id FROM order_devices od WHERE od.device_id = ANY(ARRAY(
-      SELECT d.id FROM devices d WHERE ${containsText(text, [sql`d.serial_number`])}))`;
+      SELECT d.id FROM devices d WHERE ${within('d')} AND ${containsText(text, [sql`d.serial_number`])}))`;
 }
 
 export async function listOrders(db: Queryable, p: Principal, input: PageRequest & OrderFilters) {
@@ -83,7 +86,7 @@ export async function listOrders(db: Queryable, p: Principal, input: PageRequest
     order: { ...SORT_COLUMNS[sort.field], field: sort.field, descending: sort.descending },
     filters: { companyId, status, orderType, query, employeeId, topLevel, sort: `${sort.descending ? '-' : ''}${sort.field}` },
     everyRowOf: wholeCompanies('orders', companies, filters, p.role === 'admin'),
-    matching: query ? ordersMatching(query) : undefined,
+    matching: query ? ordersMatching(query, companies) : undefined,
   }, input);
 }
 
