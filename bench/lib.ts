@@ -131,12 +131,13 @@ export interface Measurement {
 
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
-/** Unmeasured load before each row, so no row pays the JIT's warm-up of the code it is the first to run. */
+/** Unmeasured load before a URL's first row, so no row pays the JIT's warm-up of the code it is the first to run. */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
+const warmed = new Set<string>();
 
 /**
  * Fixed-duration load with autocannon in its own process, so the load generator does not
- * share the server's event loop; any non-2xx counts as an error. A warm-up run comes first.
+ * share the server's event loop; any non-2xx counts as an error. A URL's first run is warmed up.
  */
 export async function measure(
   url: string,
@@ -155,7 +156,8 @@ export async function measure(
     );
     return JSON.parse(stdout) as autocannon.Result;
   };
-  if (WARMUP_SECONDS > 0) await run(WARMUP_SECONDS);
+  if (WARMUP_SECONDS > 0 && !warmed.has(url)) await run(WARMUP_SECONDS);
+  warmed.add(url);
   const result = await run(seconds);
   return {
     requestsPerSecond: Math.round(result.requests.average),
@@ -164,6 +166,38 @@ export async function measure(
     errors: result.errors + result.non2xx,
   };
 }
+
+export interface LoadTarget {
+  url: string;
+  headers: Record<string, string>;
+  post?: { body: string };
+}
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+/**
+ * The targets measured in turn, round after round (BENCH_ROUNDS, 3 by default); each gets its run of
+ * median req/s and the errors of all its runs. Ratios compare targets measured side by side: on this
+ * machine one 5 s run of the same server swung by up to 30 % from the next.
+ */
+export async function measureRounds<K extends string>(targets: Record<K, LoadTarget>, seconds: number): Promise<Record<K, Measurement>> {
+  const names = Object.keys(targets) as K[];
+  const runs = new Map<K, Measurement[]>(names.map((name) => [name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of names) {
+      const { url, headers, post } = targets[name];
+      runs.get(name)!.push(await measure(url, headers, seconds, 10, post));
+    }
+  }
+  const median = (all: Measurement[]): Measurement => {
+    const sorted = [...all].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+    return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, errors: all.reduce((sum, run) => sum + run.errors, 0) };
+  };
+  return Object.fromEntries(names.map((name) => [name, median(runs.get(name)!)])) as Record<K, Measurement>;
+}
+
+/** How the rows of measureRounds were chosen, for a benchmark's notes. */
+export const ROUNDS_NOTE = `Each row: the median-throughput run of ${ROUNDS} rounds in which the rows were measured in turn (BENCH_ROUNDS); its errors are those of all its runs.`;
 
 export function machine(): string {
   const cpu = cpus();

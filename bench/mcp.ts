@@ -1,4 +1,4 @@
-import { measure, modernToolCall, openMcpSession, startBenchServer, benchEachBackend, type Backend } from './lib.js';
+import { measureRounds, modernToolCall, openMcpSession, startBenchServer, benchEachBackend, ROUNDS_NOTE, type Backend, type LoadTarget } from './lib.js';
 
 /*
  * The cost of the MCP layer, per protocol revision: tools/call get_employee in an open 2025-11-25
@@ -29,10 +29,13 @@ async function run(backend: Backend) {
       if (probe.result?.isError || probe.result?.structuredContent?.id !== id) throw new Error(`${era}: get_employee answered ${JSON.stringify(probe)}`);
     }
 
-    const rest = await measure(`${server.baseUrl}/v4/employees/${id}`, key, SECONDS);
+    const targets: Record<string, LoadTarget> = { rest: { url: `${server.baseUrl}/v4/employees/${id}`, headers: key } };
+    for (const [era, { callHeaders, body }] of eras) targets[era] = { url: mcpUrl, headers: callHeaders, post: { body } };
+    const measured = await measureRounds(targets, SECONDS);
+    const rest = measured.rest!;
     const rows: (string | number)[][] = [[backend, 'REST GET /v4/employees/{id}', rest.requestsPerSecond, rest.p50, rest.p99, rest.errors]];
-    for (const [era, { callHeaders, body }] of eras) {
-      const mcp = await measure(mcpUrl, callHeaders, SECONDS, 10, { body });
+    for (const [era] of eras) {
+      const mcp = measured[era]!;
       rows.push(
         [backend, `MCP ${era} tools/call get_employee`, mcp.requestsPerSecond, mcp.p50, mcp.p99, mcp.errors],
         [backend, `ratio MCP ${era.split(' ')[0]} ÷ REST`, (mcp.requestsPerSecond / rest.requestsPerSecond).toFixed(2), '', '', ''],
@@ -45,6 +48,7 @@ async function run(backend: Backend) {
 }
 
 await benchEachBackend('mcp', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
-    `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback, one server per store; the 2025-11-25 rows reuse one session (every request still re-authenticates the key and checks the session), the 2026-07-28 rows carry everything in each request.`,
+    `autocannon in a separate process, 10 connections, ${SECONDS} s per run, on loopback, one server per store; the 2025-11-25 rows reuse one session (every request still re-authenticates the key and checks the session), the 2026-07-28 rows carry everything in each request.`,
+    ROUNDS_NOTE,
     'Target (issues 5 and 13): tools/call get_employee at ≥ 0.6× the REST throughput under each protocol revision, in the same run.',
   ]);

@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { visibleEmployeeQuery } from '../src/domain/employees.js';
-import { benchEachBackend, measure, POSTGRES_URL, startBenchServer, type Backend } from './lib.js';
+import { benchEachBackend, measureRounds, POSTGRES_URL, ROUNDS_NOTE, startBenchServer, type Backend } from './lib.js';
 
 /*
  * The limit a read can reach here: plain Fastify running the project's own single-employee SQL
@@ -44,10 +44,14 @@ async function run(backend: Backend) {
       const probe = await fetch(`${base}${path}`, { headers });
       if (!probe.ok) throw new Error(`${base}${path} answered ${probe.status}`);
     }
-    const plain = await measure(`${referenceUrl}${path}`, headers, SECONDS);
-    const project = await measure(`${server.baseUrl}${path}`, headers, SECONDS);
-    const loggingHeaders = { 'x-api-key': logging.demo.apiKeys.admin };
-    const logged = await measure(`${logging.baseUrl}/v4/employees/${logging.demo.employees.dana}`, loggingHeaders, SECONDS);
+    const { plain, project, logged } = await measureRounds(
+      {
+        plain: { url: `${referenceUrl}${path}`, headers },
+        project: { url: `${server.baseUrl}${path}`, headers },
+        logged: { url: `${logging.baseUrl}/v4/employees/${logging.demo.employees.dana}`, headers: { 'x-api-key': logging.demo.apiKeys.admin } },
+      },
+      SECONDS,
+    );
     return [
       [backend, 'reference: Fastify + the same SQL, prepared', plain.requestsPerSecond, plain.p50, plain.p99, plain.errors],
       [backend, 'project: GET /v4/employees/{id}', project.requestsPerSecond, project.p50, project.p99, project.errors],
@@ -64,6 +68,7 @@ async function run(backend: Backend) {
 }
 
 await benchEachBackend('reference', ['store', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
-  `autocannon in a separate process, 10 connections, ${SECONDS} s per row, on loopback; the project silent, then at the default log level with its lines written to /dev/null.`,
+  `autocannon in a separate process, 10 connections, ${SECONDS} s per run, on loopback; the project silent, then at the default log level with its lines written to /dev/null.`,
+  ROUNDS_NOTE,
   'Target (issue 10): the project ≥ 0.8× the reference on PostgreSQL and on PGlite.',
 ]);
