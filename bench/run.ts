@@ -35,7 +35,7 @@ writeFileSync(
     `- Command: \`npm run bench\` (every benchmark; \`npm run bench -- <name>\` runs one and refreshes its section)`,
     `- Machine: ${machine()}`,
     `- Assembled: ${new Date().toISOString().slice(0, 10)}${process.env.BENCH_SECONDS ? `, BENCH_SECONDS=${process.env.BENCH_SECONDS}` : ''}`,
-    '- Each section gives its own command, date, medians (p50) and ratios; autocannon always runs in a separate process, each row after a 1 s unmeasured warm-up (BENCH_WARMUP_SECONDS).',
+    '- Each section gives its own command, date, medians (p50) and ratios; autocannon always runs in a separate process; each URL gets 1 s of unmeasured load before its first run (BENCH_WARMUP_SECONDS).',
     '',
     ...sections.flatMap((section) => [section, '']),
   ].join('\n'),
