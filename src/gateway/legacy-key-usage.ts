@@ -1,6 +1,8 @@
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 interface PendingUsage {
   keyId: string;
   day: string;
@@ -14,8 +16,6 @@ interface PendingUsage {
  * statement per flush, off the request path. Counts are additive, so instances flush independently;
  * a failed flush keeps its counts for the next one. A crash loses at most one interval's counts.
  */
-const DAY_MS = 24 * 60 * 60 * 1000;
-
 export class UsageRecorder {
   private pending = new Map<string, PendingUsage>();
   /** Last use per key, in Unix milliseconds. */
