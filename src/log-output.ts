@@ -86,7 +86,8 @@ export function createLogOutput(maxBufferBytes: number, fd = 1): LogOutput {
     clearTimeout(batchTimer);
     batchTimer = undefined;
     if (batchLines === 0) return;
-    const [text, lines] = [batch, batchLines];
+    const text = batch;
+    const lines = batchLines;
     batch = '';
     batchLines = 0;
     if (!closed) {

@@ -26,6 +26,8 @@ export function deprecationSignals(sunset: Sunset, guideAnchor: string): Depreca
   const guideLink = `<${guide}>; rel="deprecation"`;
   const brownouts = sunset.brownouts.map(({ start, end }) => ({ start: start.getTime(), end: end.getTime(), endDate: end.toUTCString() }));
   const sunsetAt = sunset.sunset.getTime();
+  const instead = (successor: string | undefined) =>
+    `${successor === undefined ? 'this endpoint has no v4 successor' : `use its v4 successor ${successor}`} (migration guide: ${guide})`;
   return (now, successorPath) => {
     const successor = successorPath === undefined ? undefined : sunset.links.successor.replaceAll('{v4Path}', successorPath);
     const headers = {
@@ -34,9 +36,8 @@ export function deprecationSignals(sunset: Sunset, guideAnchor: string): Depreca
       Link: successor === undefined ? guideLink : `<${successor}>; rel="successor-version", ${guideLink}`,
     };
     const at = now.getTime();
-    const instead = () => `${successor === undefined ? 'this endpoint has no v4 successor' : `use its v4 successor ${successor}`} (migration guide: ${guide})`;
     if (at >= sunsetAt) {
-      return { headers, gone: { status: 410, code: 'v2_sunset', message: `API v2 was retired on ${sunsetDate}; ${instead()}` } };
+      return { headers, gone: { status: 410, code: 'v2_sunset', message: `API v2 was retired on ${sunsetDate}; ${instead(successor)}` } };
     }
     const brownout = brownouts.find(({ start, end }) => at >= start && at < end);
     if (brownout) {
@@ -45,7 +46,7 @@ export function deprecationSignals(sunset: Sunset, guideAnchor: string): Depreca
         gone: {
           status: 410,
           code: 'v2_brownout',
-          message: `API v2 is in a scheduled brownout until ${brownout.endDate} ahead of its sunset on ${sunsetDate}; ${instead()}`,
+          message: `API v2 is in a scheduled brownout until ${brownout.endDate} ahead of its sunset on ${sunsetDate}; ${instead(successor)}`,
         },
       };
     }

@@ -184,7 +184,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
   const legacyKeys: LegacyKeyCache = new TopicCache(core.changes, 'credentials');
   // A key's access changing drops its lookups too.
   const lookupCaches: Record<LookupTopic, TopicCache<unknown>> = { teams: new TopicCache(core.changes, ['teams', 'credentials']) };
-  const shared: SharedLookup = (topic, key, load) => lookupCaches[topic].peek(key) ?? lookupCaches[topic].get(key, load);
+  const shared: SharedLookup = (topic, key, load) => lookupCaches[topic].get(key, load);
   const shadow = shadowCheckOf(core);
   for (const route of core.mappings.routes) {
     const routeLabel = `${route.method} ${route.path}`;

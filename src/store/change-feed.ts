@@ -84,15 +84,19 @@ export class TopicCache<V> {
     return this.topics.reduce((sum, topic) => sum + this.feed.generation(topic), 0);
   }
 
-  /** The cached value of `key` at once; undefined when it has to be loaded. */
-  peek(key: string): V | undefined {
-    return this.feed.live ? this.entries.get(key) : undefined;
+  /**
+   * The cached value of `key`, at once (no promise: a hit is on the hot path of every authenticated
+   * request and every v2 lookup), or `load()`'s; `keep` decides which loaded values are worth caching.
+   */
+  get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): V | Promise<V> {
+    if (this.feed.live) {
+      const hit = this.entries.get(key);
+      if (hit !== undefined) return hit;
+    }
+    return this.loadInto(key, load, keep);
   }
 
-  /** The cached value of `key`, or `load()`'s; `keep` decides which loaded values are worth caching. */
-  async get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
-    const hit = this.peek(key);
-    if (hit !== undefined) return hit;
+  private async loadInto(key: string, load: () => Promise<V>, keep: (value: V) => boolean): Promise<V> {
     const generation = this.generation();
     const value = await load();
     if (this.feed.live && generation === this.generation() && keep(value)) {
