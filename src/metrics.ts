@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
+import { SeriesHistogram } from './metric-series.js';
 import { createGatewayMetrics, type GatewayMetrics } from './gateway/metrics.js';
 
 /*
@@ -26,13 +27,12 @@ export function createMetrics(sunsetAt: Date): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  const httpDuration = new Histogram({
-    name: 'svc_http_request_duration_seconds',
-    help: 'HTTP requests answered, by route pattern, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    buckets: HTTP_BUCKETS,
-    registers,
-  });
+  const httpDuration = new SeriesHistogram<'route' | 'method' | 'status'>(
+    'svc_http_request_duration_seconds',
+    'HTTP requests answered, by route pattern, method and status',
+    HTTP_BUCKETS,
+    registry,
+  );
   const rateLimited = new Counter({
     name: 'svc_rate_limited_total',
     help: 'Requests refused with 429 by a rate limit, by limit name',
@@ -41,7 +41,7 @@ export function createMetrics(sunsetAt: Date): Metrics {
   });
   const http: HttpMetrics = {
     recordRequest({ route, method, status }, seconds) {
-      httpDuration.observe({ route, method, status: String(status) }, seconds);
+      httpDuration.observe(`${method} ${status} ${route}`, () => ({ route, method, status: String(status) }), seconds);
     },
     recordRateLimited(limit) {
       rateLimited.inc({ limit });

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { SeriesCounter, SeriesHistogram } from '../metric-series.js';
 
 /*
  * Operator signals of the v2 → v4 gateway. Labels are bounded sets (routes of the maps, v2 scopes,
@@ -30,19 +31,17 @@ const TRANSLATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 export function createGatewayMetrics(registry: Registry, sunsetAt: Date): GatewayMetrics {
   const registers = [registry];
 
-  const requests = new Counter({
-    name: 'svc_v2_requests_total',
-    help: 'v2 requests answered by the gateway, by route, v2 scope, v4 capability and outcome',
-    labelNames: ['route', 'scope', 'capability', 'outcome'] as const,
-    registers,
-  });
-  const translation = new Histogram({
-    name: 'svc_v2_translation_seconds',
-    help: 'Time to answer a v2 request, translation and v4 calls included',
-    labelNames: ['route'] as const,
-    buckets: TRANSLATION_BUCKETS,
-    registers,
-  });
+  const requests = new SeriesCounter<keyof V2RequestLabels>(
+    'svc_v2_requests_total',
+    'v2 requests answered by the gateway, by route, v2 scope, v4 capability and outcome',
+    registry,
+  );
+  const translation = new SeriesHistogram<'route'>(
+    'svc_v2_translation_seconds',
+    'Time to answer a v2 request, translation and v4 calls included',
+    TRANSLATION_BUCKETS,
+    registry,
+  );
   const upstreamErrors = new Counter({
     name: 'svc_v2_upstream_errors_total',
     help: 'Failures reaching the v4 core or the legacy v2 upstream, by kind',
@@ -64,8 +63,9 @@ export function createGatewayMetrics(registry: Registry, sunsetAt: Date): Gatewa
 
   return {
     recordV2Request(labels, seconds) {
-      requests.inc(labels);
-      translation.observe({ route: labels.route }, seconds);
+      const { route, scope, capability, outcome } = labels;
+      requests.inc(`${outcome} ${capability} ${scope} ${route}`, () => ({ route, scope, capability, outcome }));
+      translation.observe(route, () => ({ route }), seconds);
     },
     recordUpstreamError(kind) {
       upstreamErrors.inc({ kind });
