@@ -497,6 +497,17 @@ CREATE INDEX orders_company_status_idx ON orders (company_id, status, created_at
 CREATE INDEX orders_company_type_idx ON orders (company_id, order_type, created_at, id);
 `,
   },
+  {
+    // A search by employee name gathers every order of the matching employees, scope and sort value
+    // included, before it counts them and cuts the page (src/store/paging.ts, searchPage). Carrying the
+    // company and the creation time in the employee index lets that pass read the index alone once the
+    // table is vacuumed: 1,790 orders of a common last name at 1M orders, 1.4 ms against 3.5 ms from the heap.
+    id: '0016_orders_employee_index_covers_search',
+    up: `
+DROP INDEX orders_employee_idx;
+CREATE INDEX orders_employee_idx ON orders (employee_id, id) INCLUDE (company_id, created_at);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from './db.js';
-import { raw, sql, type Sql } from './sql.js';
+import { join, raw, sql, type Sql } from './sql.js';
 import { badRequest } from '../errors.js';
 
 /** What a caller asks of a list: a page size, and an offset page or the previous page's cursor. */
@@ -34,12 +34,11 @@ export interface PageQuerySpec {
    */
   everyRowOf?: { relation: CountedRelation; companyIds: readonly string[] } | undefined;
   /**
-   * A subquery of the (text) keys a free-text search found, narrowing `where`; `everyRowOf` is then
-   * not consulted. Finding them is the costly part of a search, so it runs once per statement, shared
-   * by the page and its total, and the rows are fetched by key (`= ANY(…)`, an index lookup however
-   * rough the planner's guess of how many matched).
+   * A free-text search: conditions on the listed rows, each one an index can serve (a trigram LIKE, a
+   * key = ANY(array) of rows found in another table's index); a row matches when any holds. `everyRowOf`
+   * is then not consulted. See searchPage.
    */
-  matching?: Sql | undefined;
+  matching?: readonly Sql[] | undefined;
 }
 
 /** The tables whose rows per company are counted as they are written. */
@@ -57,22 +56,28 @@ function totalOf(db: Queryable, spec: PageQuerySpec): Promise<{ n: number }[]> {
 const SEARCH_TOTAL = 'searchTotal';
 
 /**
- * A search's page and total in one statement around one run of `matching`. The total rides on
- * every row, and on a row of nulls when the page is empty.
+ * A search's page and total in one statement and one pass over what matched. `found` holds each
+ * matching row's key and sort value (a union of one index path per condition, each applying the
+ * caller's scope and filters as it reads the row); the total counts it, the page is cut from it by
+ * the cursor, and only the page's rows are read in full. The total rides on every row, and on a row
+ * of nulls when the page is empty.
  */
 async function searchPage<R extends { id: string }>(
   db: Queryable,
   spec: PageQuerySpec,
-  matching: Sql,
-  where: Sql,
-  pageOf: (filter: Sql) => Sql,
+  matching: readonly Sql[],
+  cut: { cursor: CursorState | undefined; limit: number; offset: number },
 ): Promise<[R[], number]> {
-  const found = sql`${spec.key} = ANY((SELECT keys FROM matching)::text[])`;
+  const sortValue = spec.order ? sql`, ${spec.order.column} AS sort` : sql``;
+  const branches = matching.map((condition) => sql`SELECT ${spec.key} AS key${sortValue} FROM ${spec.from} WHERE ${spec.where} AND ${condition}`);
+  const foundOrder = raw(spec.order ? (spec.order.descending ? 'sort DESC, key DESC' : 'sort, key') : 'key');
+  const after = cut.cursor ? afterCursor(spec.order && sql`sort`, sql`key`, spec.order, cut.cursor) : sql`TRUE`;
   const rows = await db.query<R & { [SEARCH_TOTAL]: number }>(sql`
-    WITH matching AS (SELECT ARRAY(${matching}) AS keys)
+    WITH found AS MATERIALIZED (${join(branches, ' UNION ')})
     SELECT page.*, total.n AS "${raw(SEARCH_TOTAL)}"
-    FROM (SELECT count(*) AS n FROM ${spec.from} WHERE ${spec.where} AND ${found}) total
-    LEFT JOIN LATERAL (${pageOf(sql`${where} AND ${found}`)}) page ON TRUE
+    FROM (SELECT count(*) AS n FROM found) total
+    LEFT JOIN LATERAL (SELECT ${spec.columns} FROM ${spec.from} WHERE ${spec.key} = ANY(ARRAY(
+      SELECT key FROM found WHERE ${after} ORDER BY ${foundOrder} LIMIT ${cut.limit + 1} OFFSET ${cut.offset}))) page ON TRUE
     ORDER BY ${pageOrder(spec)}`);
   const totalCount = rows[0]?.[SEARCH_TOTAL] ?? 0;
   const pageRows = rows.filter((row) => row.id !== null);
@@ -139,14 +144,11 @@ function decodeCursor(cursor: string, filters: string, order: PageOrder | undefi
   ]);
 }
 
-/** The keyset predicate after the cursor's row: a row comparison when sorting on a column. */
-function afterCursor(spec: PageQuerySpec, state: CursorState): Sql {
-  if (!spec.order) return sql`${spec.key} > ${state.after}`;
-  const { column, type, descending } = spec.order;
-  const value = sql`CAST(${state.value} AS ${raw(type)})`;
-  return descending
-    ? sql`(${column}, ${spec.key}) < (${value}, ${state.after})`
-    : sql`(${column}, ${spec.key}) > (${value}, ${state.after})`;
+/** The keyset predicate after the cursor's row, on `column` (the sort's) and `key`: a row comparison when sorting on a column. */
+function afterCursor(column: Sql | undefined, key: Sql, order: PageOrder | undefined, state: CursorState): Sql {
+  if (!column || !order) return sql`${key} > ${state.after}`;
+  const value = sql`CAST(${state.value} AS ${raw(order.type)})`;
+  return order.descending ? sql`(${column}, ${key}) < (${value}, ${state.after})` : sql`(${column}, ${key}) > (${value}, ${state.after})`;
 }
 
 /** orderBy on the page's output columns (the key is the row's `id`). */
@@ -170,20 +172,16 @@ function orderBy(spec: PageQuerySpec): Sql {
 export async function paginate<R extends { id: string }>(db: Queryable, spec: PageQuerySpec, input: PageRequest): Promise<Page<R>> {
   const filters = fingerprint(spec.filters);
   const limit = input.limit;
-  let where = spec.where;
-  let page = input.page ?? 1;
-  let offset = (page - 1) * limit;
-  if (input.cursor !== undefined) {
-    const state = decodeCursor(input.cursor, filters, spec.order);
-    where = sql`${where} AND ${afterCursor(spec, state)}`;
-    page = state.page + 1;
-    offset = 0;
-  }
-  const pageOf = (filter: Sql) => sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${filter}
-    ORDER BY ${orderBy(spec)} LIMIT ${limit + 1} OFFSET ${offset}`;
+  const cursor = input.cursor === undefined ? undefined : decodeCursor(input.cursor, filters, spec.order);
+  const page = cursor ? cursor.page + 1 : (input.page ?? 1);
+  const offset = cursor ? 0 : (page - 1) * limit;
+  const where = cursor ? sql`${spec.where} AND ${afterCursor(spec.order?.column, spec.key, spec.order, cursor)}` : spec.where;
   const [rows, totalCount] = spec.matching
-    ? await searchPage<R>(db, spec, spec.matching, where, pageOf)
-    : await Promise.all([db.query<R>(pageOf(where)), totalOf(db, spec).then((counted) => counted[0]?.n ?? 0)]);
+    ? await searchPage<R>(db, spec, spec.matching, { cursor, limit, offset })
+    : await Promise.all([
+        db.query<R>(sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${where} ORDER BY ${orderBy(spec)} LIMIT ${limit + 1} OFFSET ${offset}`),
+        totalOf(db, spec).then((counted) => counted[0]?.n ?? 0),
+      ]);
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];

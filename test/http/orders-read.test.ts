@@ -284,6 +284,19 @@ describe.each(backends())('list_orders sorting and keyset paging [%s]', (backend
     expect(byNumber.map((r) => r.id)).toEqual(rows.map((r) => r.id));
   });
 
+  // A search counts and cuts its pages from what matched, not from the table: the same rows, in the
+  // same order and on the same pages, as the filter that selects exactly those orders.
+  it.each(['-createdAt', 'updatedAt', '-status', 'orderType'])('pages a search sorted by %s as it pages the same orders filtered', async (sort) => {
+    const dana = t.demo.employees.dana!;
+    const total = (await admin.get(`/v4/orders?employeeId=${dana}&limit=1`)).body.data.totalCount as number;
+    expect(total).toBeGreaterThanOrEqual(TOTAL);
+    const filtered = await walk(`employeeId=${dana}&sort=${sort}`, 7, total);
+    const searched = await walk(`query=dana%20developer&sort=${sort}`, 7, total);
+    expect(searched.map((r) => r.id)).toEqual(filtered.map((r) => r.id));
+    const third = (await admin.get(`/v4/orders?query=dana%20developer&sort=${sort}&limit=7&page=3`)).body.data.orders as Summary[];
+    expect(third.map((r) => r.id)).toEqual(filtered.slice(14, 21).map((r) => r.id));
+  });
+
   it('sorts newest first by default, ties broken by id', async () => {
     const rows = await walk('', 5);
     const expected = [...rows].sort((a, b) => compare(b.createdAt, a.createdAt) || compare(b.id, a.id));
