@@ -140,4 +140,21 @@ describe('log output', () => {
     await output.end(1000);
     expect(readFileSync(path, 'utf8')).toBe(line.repeat(40));
   });
+
+  it('writes lines of any script and any length intact, in order', async () => {
+    const path = file();
+    const output = createLogOutput(1024 * 1024, openSync(path, 'w'));
+    // Two, three and four UTF-8 bytes per character, lines near a batch's bound and past it, between short ones.
+    const lines = [
+      '{"city":"Torstraße","name":"Zoë"}\n',
+      `{"pad":"${'€'.repeat(5459)}"}\n`,
+      `{"emoji":"${'🚚'.repeat(3000)}"}\n`,
+      `{"pad":"${'x'.repeat(40_000)}"}\n`,
+      '{"n":1}\n',
+      `{"ja":"${'配送'.repeat(2000)}"}\n`,
+    ];
+    for (let round = 0; round < 3; round++) for (const line of lines) output.write(line);
+    await output.end(1000);
+    expect(readFileSync(path, 'utf8')).toBe(lines.join('').repeat(3));
+  });
 });
