@@ -257,7 +257,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       if (only && messages.length === 1 && !Array.isArray(request.body)) {
         const context = { core, principal, requestId: request.id, metrics, log: request.log };
         const answer = await answerWithoutSdkServer(context, only, session.clientCapabilities);
-        if (answer) return reply.type('application/json').send(JSON.stringify(answer));
+        if (answer) return reply.type('application/json').send(answer);
       }
     }
     return serve(request, reply, { principal, session, messages, requests, created: initialize !== undefined });

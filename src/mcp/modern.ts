@@ -36,7 +36,7 @@ import {
   type ElicitationCapability,
   type McpCallContext,
 } from './tool-calls.js';
-import { errorResult, listTools, toolOperation, type ToolResult } from './tools.js';
+import { errorResult, listTools, toolAnswerJson, toolOperation, type ToolResult } from './tools.js';
 
 /*
  * The 2026-07-28 revision on SDK v2: no initialize and no session; every request carries its
@@ -195,13 +195,13 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
   }
 
   /**
-   * The SDK's answer to a tool call it would run without asking (see directToolCall), given without
+   * The SDK's answer to a tool call it would run without asking (see directToolCall), as JSON text, given without
    * building a server, for a request the SDK classified as well-formed (envelope and headers) that
    * passes the rest of the revision's ladder as sent (version, Mcp-Method and Mcp-Name
    * exactly as the body says, the SDK's own schema), is no approval's retry, and gets the result the
    * SDK stamps. Undefined sends the request to the SDK, which answers or refuses it.
    */
-  async function answerWithoutSdkServer(request: FastifyRequest, principal: Principal): Promise<unknown> {
+  async function answerWithoutSdkServer(request: FastifyRequest, principal: Principal): Promise<string | undefined> {
     const body = request.body as { id?: unknown; params?: Record<string, unknown> } | undefined;
     const params = body?.params;
     const envelope = params?._meta as Record<string, unknown> | undefined;
@@ -223,13 +223,13 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
     const call = directToolCall(ctx, params.name, params.arguments, capabilities);
     if (!call) return undefined;
     const result = await runTool(ctx, call.op, call.input);
-    return { jsonrpc: '2.0', id: body.id, result: { ...result, resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: serverInfo } } };
+    return toolAnswerJson(body.id, result, { resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: serverInfo } });
   }
 
   return {
     async serve(request, reply, principal, route) {
       const direct = route === 'modern' ? await answerWithoutSdkServer(request, principal) : undefined;
-      if (direct !== undefined) return reply.send(direct);
+      if (direct !== undefined) return reply.type('application/json').send(direct);
       // The SDK reads only the media type and its own routing headers; copying the rest would cost every call.
       const headers = new Headers();
       for (const name of FORWARDED_HEADERS) {

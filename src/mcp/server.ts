@@ -9,7 +9,6 @@ import {
   McpError,
   type ClientCapabilities,
   type JSONRPCRequest,
-  type JSONRPCResultResponse,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -17,7 +16,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
 import { approvalRequest, asksApproval, declinedResult, directToolCall, refusalOf, runTool, serverIdentity, type McpCallContext } from './tool-calls.js';
-import { listTools, toolOperation, type ToolResult } from './tools.js';
+import { listTools, toolAnswerJson, toolOperation, type ToolResult } from './tools.js';
 
 /*
  * The server of the 2025 eras (2025-11-25, 2025-06-18) on SDK v1: sessions opened by initialize,
@@ -53,15 +52,15 @@ async function askApproval(op: AnyOperation, input: unknown, sendRequest: SendRe
 }
 
 /**
- * The SDK server's answer to a tool call it would run without asking (see directToolCall), given
- * without building one; undefined for any other request, which the SDK server then answers.
+ * The SDK server's answer to a tool call it would run without asking (see directToolCall), as JSON
+ * text, given without building one; undefined for any other request, which the SDK server then answers.
  */
-export async function answerWithoutSdkServer(ctx: McpCallContext, request: JSONRPCRequest, clientCapabilities: ClientCapabilities): Promise<JSONRPCResultResponse | undefined> {
+export async function answerWithoutSdkServer(ctx: McpCallContext, request: JSONRPCRequest, clientCapabilities: ClientCapabilities): Promise<string | undefined> {
   if (request.method !== 'tools/call') return undefined;
   const parsed = CallToolRequestSchema.safeParse(request);
   const call = parsed.success ? directToolCall(ctx, parsed.data.params.name, parsed.data.params.arguments, clientCapabilities) : undefined;
   if (!call) return undefined;
-  return { jsonrpc: '2.0', id: request.id, result: await runTool(ctx, call.op, call.input) };
+  return toolAnswerJson(request.id, await runTool(ctx, call.op, call.input));
 }
 
 /** One server per HTTP request, for one principal and the capabilities its session declared at initialize. */

@@ -80,10 +80,27 @@ export interface ToolResult {
   isError?: boolean;
 }
 
+/** What each success's structuredContent serializes to: its text block holds exactly that JSON. */
+const STRUCTURED_JSON = new WeakMap<ToolResult, string>();
+
 /** A success: the data as structuredContent and as the JSON text block older clients read. */
 export function successResult(data: unknown): ToolResult {
   // Operation outputs are JSON values already (REST serializes the same object).
-  return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data as Record<string, unknown> };
+  const text = JSON.stringify(data);
+  const result: ToolResult = { content: [{ type: 'text', text }], structuredContent: data as Record<string, unknown> };
+  STRUCTURED_JSON.set(result, text);
+  return result;
+}
+
+/**
+ * The JSON-RPC answer carrying a tool result, as JSON text, with `extra` result fields. A success's
+ * structuredContent is written as the JSON its text block already holds, not serialized a second time.
+ */
+export function toolAnswerJson(id: string | number, result: ToolResult, extra: Record<string, unknown> = {}): string {
+  const structured = STRUCTURED_JSON.get(result);
+  if (structured === undefined) return JSON.stringify({ jsonrpc: '2.0', id, result: { ...result, ...extra } });
+  const { structuredContent: _written, ...rest } = result;
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"structuredContent":${structured},${JSON.stringify({ ...rest, ...extra }).slice(1)}}`;
 }
 
 /** A failure with the code and message REST would answer, so agents and integrations see one vocabulary. */
