@@ -38,7 +38,7 @@ export interface PageQuerySpec {
    * key = ANY(array) of rows found in another table's index); a row matches when any holds. `everyRowOf`
    * is then not consulted. See searchPage.
    */
-  matching?: readonly Sql[] | undefined;
+  matching?: readonly [Sql, ...Sql[]] | undefined;
 }
 
 /** The tables whose rows per company are counted as they are written. */
@@ -65,13 +65,13 @@ const SEARCH_TOTAL = 'searchTotal';
 async function searchPage<R extends { id: string }>(
   db: Queryable,
   spec: PageQuerySpec,
-  matching: readonly Sql[],
+  matching: readonly [Sql, ...Sql[]],
   cut: { cursor: CursorState | undefined; limit: number; offset: number },
 ): Promise<[R[], number]> {
   const sortValue = spec.order ? sql`, ${spec.order.column} AS sort` : sql``;
   const branches = matching.map((condition) => sql`SELECT ${spec.key} AS key${sortValue} FROM ${spec.from} WHERE ${spec.where} AND ${condition}`);
   const foundOrder = raw(spec.order ? (spec.order.descending ? 'sort DESC, key DESC' : 'sort, key') : 'key');
-  const after = cut.cursor ? afterCursor(spec.order && sql`sort`, sql`key`, spec.order, cut.cursor) : sql`TRUE`;
+  const after = cut.cursor ? afterCursor(spec.order && { ...spec.order, column: sql`sort` }, sql`key`, cut.cursor) : sql`TRUE`;
   const rows = await db.query<R & { [SEARCH_TOTAL]: number }>(sql`
     WITH found AS MATERIALIZED (${join(branches, ' UNION ')})
     SELECT page.*, total.n AS "${raw(SEARCH_TOTAL)}"
@@ -144,11 +144,12 @@ function decodeCursor(cursor: string, filters: string, order: PageOrder | undefi
   ]);
 }
 
-/** The keyset predicate after the cursor's row, on `column` (the sort's) and `key`: a row comparison when sorting on a column. */
-function afterCursor(column: Sql | undefined, key: Sql, order: PageOrder | undefined, state: CursorState): Sql {
-  if (!column || !order) return sql`${key} > ${state.after}`;
+/** The keyset predicate after the cursor's row: a row comparison on (the order's column, `key`) when sorting on a column. */
+function afterCursor(order: Omit<PageOrder, 'field'> | undefined, key: Sql, state: CursorState): Sql {
+  if (!order) return sql`${key} > ${state.after}`;
   const value = sql`CAST(${state.value} AS ${raw(order.type)})`;
-  return order.descending ? sql`(${column}, ${key}) < (${value}, ${state.after})` : sql`(${column}, ${key}) > (${value}, ${state.after})`;
+  const { column, descending } = order;
+  return descending ? sql`(${column}, ${key}) < (${value}, ${state.after})` : sql`(${column}, ${key}) > (${value}, ${state.after})`;
 }
 
 /** orderBy on the page's output columns (the key is the row's `id`). */
@@ -175,7 +176,7 @@ export async function paginate<R extends { id: string }>(db: Queryable, spec: Pa
   const cursor = input.cursor === undefined ? undefined : decodeCursor(input.cursor, filters, spec.order);
   const page = cursor ? cursor.page + 1 : (input.page ?? 1);
   const offset = cursor ? 0 : (page - 1) * limit;
-  const where = cursor ? sql`${spec.where} AND ${afterCursor(spec.order?.column, spec.key, spec.order, cursor)}` : spec.where;
+  const where = cursor ? sql`${spec.where} AND ${afterCursor(spec.order, spec.key, cursor)}` : spec.where;
   const [rows, totalCount] = spec.matching
     ? await searchPage<R>(db, spec, spec.matching, { cursor, limit, offset })
     : await Promise.all([

@@ -60,7 +60,7 @@ export interface OrderFilters {
  * order); gathered within the companies only (across all of them, a last name at 1M orders fetched
  * three times the orders the caller could see).
  */
-function ordersMatching(text: string, companies: readonly string[]): Sql[] {
+function ordersMatching(text: string, companies: readonly string[]): [Sql, ...Sql[]] {
   const within = (alias: string) => sql`${raw(alias)}.company_id = ANY(${[...companies]}::text[])`;
   return [
     sql`o.employee_id = ANY(ARRAY(
