@@ -25,9 +25,11 @@ interface SampleValue {
   value: number;
 }
 
-abstract class RegisteredMetric {
+/** The registry's side of a metric kept by label set: one series per key, made with its labels on first use. */
+abstract class SeriesMetric<L extends string, S extends { labels: Labels<L> }> {
   readonly aggregator = 'sum';
   abstract readonly type: 'counter' | 'histogram';
+  protected readonly series = new Map<string, S>();
 
   constructor(
     readonly name: string,
@@ -39,29 +41,43 @@ abstract class RegisteredMetric {
     registry.registerMetric(this as unknown as Metric);
   }
 
-  abstract values(): SampleValue[];
-  abstract reset(): void;
+  /** A new series' starting numbers. */
+  protected abstract fresh(labels: Labels<L>): S;
+  protected abstract values(): SampleValue[];
+
+  /** The series `key`, made the first time the key is seen, with the labels `labelsOf` makes. */
+  protected seriesOf(key: string, labelsOf: () => Labels<L>): S {
+    let series = this.series.get(key);
+    if (!series) {
+      series = this.fresh(labelsOf());
+      this.series.set(key, series);
+    }
+    return series;
+  }
 
   get() {
     return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: this.values() });
   }
+
+  reset(): void {
+    this.series.clear();
+  }
 }
 
-export class SeriesHistogram<L extends string> extends RegisteredMetric {
+export class SeriesHistogram<L extends string> extends SeriesMetric<L, HistogramSeries<L>> {
   readonly type = 'histogram';
-  private readonly series = new Map<string, HistogramSeries<L>>();
 
   constructor(name: string, help: string, private readonly bounds: readonly number[], registry: Registry) {
     super(name, help, registry);
   }
 
+  protected fresh(labels: Labels<L>): HistogramSeries<L> {
+    return { labels, buckets: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 };
+  }
+
   /** Adds `value` to the series `key`, whose labels `labelsOf` makes the first time the key is seen. */
   observe(key: string, labelsOf: () => Labels<L>, value: number): void {
-    let series = this.series.get(key);
-    if (!series) {
-      series = { labels: labelsOf(), buckets: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 };
-      this.series.set(key, series);
-    }
+    const series = this.seriesOf(key, labelsOf);
     let slot = 0;
     while (slot < this.bounds.length && value > this.bounds[slot]!) slot++;
     series.buckets[slot]!++;
@@ -69,7 +85,7 @@ export class SeriesHistogram<L extends string> extends RegisteredMetric {
     series.count++;
   }
 
-  values(): SampleValue[] {
+  protected values(): SampleValue[] {
     const values: SampleValue[] = [];
     for (const { labels, buckets, sum, count } of this.series.values()) {
       let below = 0;
@@ -85,28 +101,21 @@ export class SeriesHistogram<L extends string> extends RegisteredMetric {
     }
     return values;
   }
-
-  reset(): void {
-    this.series.clear();
-  }
 }
 
-export class SeriesCounter<L extends string> extends RegisteredMetric {
+export class SeriesCounter<L extends string> extends SeriesMetric<L, { labels: Labels<L>; value: number }> {
   readonly type = 'counter';
-  private readonly series = new Map<string, { labels: Labels<L>; value: number }>();
+
+  protected fresh(labels: Labels<L>) {
+    return { labels, value: 0 };
+  }
 
   /** Adds one to the series `key`, whose labels `labelsOf` makes the first time the key is seen. */
   inc(key: string, labelsOf: () => Labels<L>): void {
-    const series = this.series.get(key);
-    if (series) series.value++;
-    else this.series.set(key, { labels: labelsOf(), value: 1 });
+    this.seriesOf(key, labelsOf).value++;
   }
 
-  values(): SampleValue[] {
+  protected values(): SampleValue[] {
     return [...this.series.values()].map(({ labels, value }) => ({ labels: { ...labels }, value }));
-  }
-
-  reset(): void {
-    this.series.clear();
   }
 }

@@ -1,4 +1,5 @@
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { SeriesCounter } from '../metric-series.js';
 
 /** ok, or why a call did not run: an AppError class, a refused approval, a missing scope. */
 export type ToolOutcome = 'ok' | 'denied' | 'invalid' | 'not_found' | 'conflict' | 'error' | 'declined' | 'insufficient_scope' | 'internal_error';
@@ -12,19 +13,15 @@ const TOOL_CALLS = 'svc_mcp_tool_calls_total';
 /** Labels are bounded: tool names come from the operation table (unknown names count as "unknown"). */
 export function createMcpMetrics(registry: Registry): McpMetrics {
   // One core may serve several apps (tests); the counter is registered once per registry.
-  const existing = registry.getSingleMetric(TOOL_CALLS);
+  const existing = registry.getSingleMetric(TOOL_CALLS) as unknown;
+  // Counted on every tool call: plain numbers, as the HTTP layer's (src/metric-series.ts).
   const calls =
-    existing instanceof Counter
-      ? (existing as Counter<'tool' | 'outcome'>)
-      : new Counter({
-          name: TOOL_CALLS,
-          help: 'MCP tools/call requests, by tool and outcome',
-          labelNames: ['tool', 'outcome'] as const,
-          registers: [registry],
-        });
+    existing instanceof SeriesCounter
+      ? (existing as SeriesCounter<'tool' | 'outcome'>)
+      : new SeriesCounter<'tool' | 'outcome'>(TOOL_CALLS, 'MCP tools/call requests, by tool and outcome', registry);
   return {
     recordToolCall(tool, outcome) {
-      calls.inc({ tool, outcome });
+      calls.inc(`${outcome} ${tool}`, () => ({ tool, outcome }));
     },
   };
 }
