@@ -46,16 +46,28 @@ function successorTemplate(route: Route): string | undefined {
 }
 
 /**
- * The successor template with the v2 path params filled in, in order.
+ * The successor template's filler: the v2 path params put in its `:name` segments, by name, else in
+ * order. Split once per route: a CPU profile of a v2 read showed a regex replace per call.
  * Params are percent-encoded again: decoded, a CR, LF or NUL would break (or inject into) the Link header.
  */
-function successorPath(template: string | undefined, params: Record<string, string>): string | undefined {
-  if (template === undefined || !template.includes(':')) return template;
-  const values = Object.values(params).map(encodeURIComponent);
-  return template.replace(/:[A-Za-z]+/g, (segment) => {
-    const value = params[segment.slice(1)];
-    return (value === undefined ? undefined : encodeURIComponent(value)) ?? values.shift() ?? segment;
-  });
+function successorPathOf(template: string | undefined): (params: Record<string, string>) => string | undefined {
+  if (template === undefined || !template.includes(':')) return () => template;
+  // Odd indices hold the `:name` segments.
+  const parts = template.split(/(:[A-Za-z]+)/);
+  return (params) => {
+    let inOrder: string[] | undefined;
+    let path = '';
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i]!;
+      if (i % 2 === 0) {
+        path += part;
+        continue;
+      }
+      const value = params[part.slice(1)];
+      path += value === undefined ? ((inOrder ??= Object.values(params).map(encodeURIComponent)).shift() ?? part) : encodeURIComponent(value);
+    }
+    return path;
+  };
 }
 
 type LegacyKeyCache = TopicCache<LegacyKeyResolution>;
@@ -190,14 +202,14 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
     const routeLabel = `${route.method} ${route.path}`;
     const capability = scopeEntryFor(scopes, route.scope)?.capability ?? 'none';
     const signals = deprecationSignals(sunset, routeAnchor(route));
-    const v4Template = successorTemplate(route);
+    const successorPath = successorPathOf(successorTemplate(route));
     app.route({
       method: route.method,
       url: `${sunset.prefix}${route.path}`,
       // Every v2 answer, 410 and errors included, carries the deprecation signals.
       // Callback-style hooks: an async one costs a promise per request on the hot path.
       onRequest: (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-        const verdict = signals(core.now(), successorPath(v4Template, request.params as Record<string, string>));
+        const verdict = signals(core.now(), successorPath(request.params as Record<string, string>));
         void reply.headers(verdict.headers);
         if (!verdict.gone) return done();
         const { status, code, message } = verdict.gone;
