@@ -24,6 +24,7 @@ import { AppError } from '../errors.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
 import type { McpMetrics } from './metrics.js';
+import { PROTOCOL_VERSIONS } from './server.js';
 import { principalBinding } from './sessions.js';
 import {
   approvalRequest,
@@ -63,6 +64,7 @@ export function header(request: FastifyRequest, name: string): string | undefine
  * 2025 endpoint, whose answers every client understands.
  */
 export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
+  if (!mayClaimModern(request)) return undefined;
   const outcome = classifyInboundRequest({
     httpMethod: request.method,
     body: request.body,
@@ -75,6 +77,23 @@ export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
 }
 
 export type ModernRoute = 'modern' | 'refused';
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * False when the SDK's classification could only say 2025 (or not JSON-RPC): a single message whose
+ * `_meta` holds no protocol-version claim, under no header or a 2025 one. The classification parses
+ * the body against four JSON-RPC schemas, two of them failing, on every 2025 session call; a CPU
+ * profile showed it. Batches, claims and any other header still go to the SDK.
+ */
+function mayClaimModern(request: FastifyRequest): boolean {
+  const version = header(request, 'mcp-protocol-version');
+  if (version !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(version)) return true;
+  const { body } = request;
+  if (!isObject(body)) return false;
+  const meta = isObject(body.params) ? body.params._meta : undefined;
+  return isObject(meta) && PROTOCOL_VERSION_META_KEY in meta;
+}
 
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'];
 
