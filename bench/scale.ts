@@ -1,6 +1,6 @@
 import { raw, sql, type Sql } from '../src/store/sql.js';
 import { encodeCursor, fingerprint } from '../src/store/paging.js';
-import { measure, postLoop, startBenchServer, writeResults, type Backend } from './lib.js';
+import { measureRounds, postLoop, ROUNDS_NOTE, startBenchServer, writeResults, type Backend, type LoadTarget, type Measurement } from './lib.js';
 
 /*
  * The orders paths at 10,000, 100,000 and 1,000,000 orders (at 1M: 200,000 employees and 500,000
@@ -111,69 +111,129 @@ async function generate(server: Awaited<ReturnType<typeof startBenchServer>>, si
   await db.exec('VACUUM ANALYZE');
 }
 
-async function run(backend: Backend, size: (typeof SIZES)[number]) {
+const PATHS = [
+  'list_orders page 1',
+  'list_orders page 90 % deep (cursor)',
+  'list_orders query=serial number',
+  'list_orders query=full name',
+  'list_orders query=last name',
+  'get_order',
+] as const;
+type PathLabel = (typeof PATHS)[number];
+
+interface Generated {
+  server: Awaited<ReturnType<typeof startBenchServer>>;
+  size: (typeof SIZES)[number];
+  /** The row naming how the data was made and what is searched. */
+  note: string;
+  urls: Record<PathLabel, string>;
+  headers: Record<string, string>;
+}
+
+/** A server on `backend` holding `size`, and the URL of each path, each checked to answer. */
+async function prepare(backend: Backend, size: (typeof SIZES)[number]): Promise<Generated> {
   const server = await startBenchServer(backend);
+  const started = performance.now();
+  await generate(server, size);
+  const seconds = ((performance.now() - started) / 1000).toFixed(0);
+  const acme = server.demo.companies.acme;
+  const headers = { 'x-api-key': server.demo.apiKeys.admin };
+  const base = `${server.baseUrl}/v4/orders?companyId=${acme}&limit=50`;
+  // A cursor 90 % into Acme's orders, newest first, as a client walking the pages would hold it.
+  const [{ n }] = (await server.core.db.query<{ n: number }>(sql`SELECT count(*) AS n FROM orders WHERE company_id = ${acme}`)) as [{ n: number }];
+  const deep = Math.floor((n * 0.9) / 50);
+  const [anchor] = await server.core.db.query<{ id: string; createdAt: string }>(sql`
+    SELECT id, created_at AS "createdAt" FROM orders WHERE company_id = ${acme} ORDER BY created_at DESC, id DESC OFFSET ${deep * 50 - 1} LIMIT 1`);
+  const filters = fingerprint({ companyId: acme, status: undefined, orderType: undefined, query: undefined, employeeId: undefined, topLevel: false, sort: '-createdAt' });
+  const cursor = encodeCursor({ after: anchor!.id, value: anchor!.createdAt, page: deep, filters });
+  // An order of Acme's halfway through its list: get_order fetches it, and the searches look for
+  // its device's serial, its employee's full name, and their last name alone (about 1 in 200 people).
+  const [sample] = await server.core.db.query<{ id: string; name: string; serial: string }>(sql`
+    SELECT o.id, e.display_name AS name, d.serial_number AS serial
+    FROM orders o JOIN employees e ON e.id = o.employee_id JOIN order_devices od ON od.order_id = o.id JOIN devices d ON d.id = od.device_id
+    WHERE o.company_id = ${acme} ORDER BY o.created_at DESC, o.id DESC OFFSET ${Math.floor(n / 2)} LIMIT 1`);
+  const lastName = sample!.name.split(' ')[1]!;
+  const urls: Record<PathLabel, string> = {
+    'list_orders page 1': base,
+    'list_orders page 90 % deep (cursor)': `${base}&cursor=${cursor}`,
+    'list_orders query=serial number': `${base}&query=${sample!.serial}`,
+    'list_orders query=full name': `${base}&query=${encodeURIComponent(sample!.name)}`,
+    'list_orders query=last name': `${base}&query=${lastName}`,
+    get_order: `${server.baseUrl}/v4/orders/${sample!.id}`,
+  };
+  for (const [label, url] of Object.entries(urls)) {
+    const probe = await fetch(url, { headers });
+    const body = (await probe.json()) as { ok: boolean; data?: { orders?: unknown[] } };
+    if (!probe.ok || (body.data?.orders && body.data.orders.length === 0)) throw new Error(`${label}: ${probe.status} ${JSON.stringify(body).slice(0, 300)}`);
+  }
+  const note = `generated in ${seconds} s (${n} of Acme; searched: ${sample!.serial}, ${sample!.name}, ${lastName})`;
+  return { server, size, note, urls, headers };
+}
+
+async function createOrders({ server, headers }: Generated): Promise<Measurement> {
+  const bodies = Array.from({ length: CREATE_STOCK }, (_, i) => ({
+    orderType: 'Deployment',
+    employeeId: server.demo.employees.dana,
+    productIds: [`dev_new${pad(i + 1)}`],
+  }));
+  return postLoop(`${server.baseUrl}/v4/orders`, headers, bodies, SECONDS);
+}
+
+/**
+ * Every size of one store at once, each path measured across the sizes in turn, round after round
+ * (measureRounds): on this machine one 5 s run swung by up to 30 % from the next, so a size measured
+ * minutes after another could show a drift of the machine as a cost of the size.
+ */
+async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<Row[]> {
+  const generated: Generated[] = [];
   try {
-    const started = performance.now();
-    await generate(server, size);
-    const seconds = ((performance.now() - started) / 1000).toFixed(0);
-    const acme = server.demo.companies.acme;
-    const headers = { 'x-api-key': server.demo.apiKeys.admin };
-    const base = `${server.baseUrl}/v4/orders?companyId=${acme}&limit=50`;
-    // A cursor 90 % into Acme's orders, newest first, as a client walking the pages would hold it.
-    const [{ n }] = (await server.core.db.query<{ n: number }>(sql`SELECT count(*) AS n FROM orders WHERE company_id = ${acme}`)) as [{ n: number }];
-    const deep = Math.floor((n * 0.9) / 50);
-    const [anchor] = await server.core.db.query<{ id: string; createdAt: string }>(sql`
-      SELECT id, created_at AS "createdAt" FROM orders WHERE company_id = ${acme} ORDER BY created_at DESC, id DESC OFFSET ${deep * 50 - 1} LIMIT 1`);
-    const filters = fingerprint({ companyId: acme, status: undefined, orderType: undefined, query: undefined, employeeId: undefined, topLevel: false, sort: '-createdAt' });
-    const cursor = encodeCursor({ after: anchor!.id, value: anchor!.createdAt, page: deep, filters });
-    // An order of Acme's halfway through its list: get_order fetches it, and the searches look for
-    // its device's serial, its employee's full name, and their last name alone (about 1 in 200 people).
-    const [sample] = await server.core.db.query<{ id: string; name: string; serial: string }>(sql`
-      SELECT o.id, e.display_name AS name, d.serial_number AS serial
-      FROM orders o JOIN employees e ON e.id = o.employee_id JOIN order_devices od ON od.order_id = o.id JOIN devices d ON d.id = od.device_id
-      WHERE o.company_id = ${acme} ORDER BY o.created_at DESC, o.id DESC OFFSET ${Math.floor(n / 2)} LIMIT 1`);
-    const lastName = sample!.name.split(' ')[1]!;
-    const urls = [
-      ['list_orders page 1', base],
-      ['list_orders page 90 % deep (cursor)', `${base}&cursor=${cursor}`],
-      ['list_orders query=serial number', `${base}&query=${sample!.serial}`],
-      ['list_orders query=full name', `${base}&query=${encodeURIComponent(sample!.name)}`],
-      ['list_orders query=last name', `${base}&query=${lastName}`],
-      ['get_order', `${server.baseUrl}/v4/orders/${sample!.id}`],
-    ] as const;
-    for (const [label, url] of urls) {
-      const probe = await fetch(url, { headers });
-      const body = (await probe.json()) as { ok: boolean; data?: { orders?: unknown[] } };
-      if (!probe.ok || (body.data?.orders && body.data.orders.length === 0)) throw new Error(`${label}: ${probe.status} ${JSON.stringify(body).slice(0, 300)}`);
+    for (const size of sizes) generated.push(await prepare(backend, size));
+    const targets: Record<string, LoadTarget> = {};
+    for (const path of PATHS) for (const g of generated) targets[`${g.size.orders} ${path}`] = { url: g.urls[path], headers: g.headers };
+    const measured = await measureRounds(targets, SECONDS);
+    const creates = new Map<Generated, Measurement>();
+    for (const g of generated) creates.set(g, await createOrders(g));
+    const rows: Row[] = [];
+    for (const g of generated) {
+      rows.push([backend, g.size.orders, g.note, '', '', '', '']);
+      for (const path of PATHS) {
+        const m = measured[`${g.size.orders} ${path}`]!;
+        rows.push([backend, g.size.orders, path, m.requestsPerSecond, m.p50, m.p99, m.errors]);
+      }
+      const create = creates.get(g)!;
+      rows.push([backend, g.size.orders, 'create_order (Deployment)', create.requestsPerSecond, create.p50, create.p99, create.errors]);
     }
-    const rows: (string | number)[][] = [[backend, size.orders, `generated in ${seconds} s (${n} of Acme; searched: ${sample!.serial}, ${sample!.name}, ${lastName})`, '', '', '', '']];
-    for (const [label, url] of urls) {
-      const m = await measure(url, headers, SECONDS);
-      rows.push([backend, size.orders, label, m.requestsPerSecond, m.p50, m.p99, m.errors]);
+    const [smallest, largest] = [generated[0]!, generated.at(-1)!];
+    if (largest !== smallest) {
+      const ratio = (path: string, small: Measurement, large: Measurement) => [
+        backend,
+        `${largest.size.orders} ÷ ${smallest.size.orders}`,
+        `p50 ratio: ${path}`,
+        '',
+        (large.p50 / small.p50).toFixed(2),
+        '',
+        '',
+      ];
+      for (const path of ['list_orders page 1', 'list_orders page 90 % deep (cursor)'] as const) {
+        rows.push(ratio(path, measured[`${smallest.size.orders} ${path}`]!, measured[`${largest.size.orders} ${path}`]!));
+      }
+      rows.push(ratio('create_order (Deployment)', creates.get(smallest)!, creates.get(largest)!));
     }
-    const bodies = Array.from({ length: CREATE_STOCK }, (_, i) => ({
-      orderType: 'Deployment',
-      employeeId: server.demo.employees.dana,
-      productIds: [`dev_new${pad(i + 1)}`],
-    }));
-    const create = await postLoop(`${server.baseUrl}/v4/orders`, headers, bodies, SECONDS);
-    rows.push([backend, size.orders, 'create_order (Deployment)', create.requestsPerSecond, create.p50, create.p99, create.errors]);
     return rows;
   } finally {
-    await server.close();
+    for (const g of generated) await g.server.close();
   }
 }
 
-const rows: (string | number)[][] = [];
-for (const size of SIZES) {
-  for (const backend of ['postgres', ...(size.orders <= PGLITE_MAX ? ['pglite' as const] : [])] as Backend[]) {
-    rows.push(...(await run(backend, size)));
-  }
-}
+type Row = (string | number)[];
+const rows: Row[] = [];
+rows.push(...(await run('postgres', SIZES)));
+const pgliteSizes = SIZES.filter((size) => size.orders <= PGLITE_MAX);
+if (pgliteSizes.length > 0) rows.push(...(await run('pglite', pgliteSizes)));
 console.log(
   writeResults('scale', 'npm run bench -- scale', ['store', 'orders', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], rows, [
     `autocannon in a separate process (creates from a fetch worker), 10 connections, ${SECONDS} s per row, on loopback; PostgreSQL 15 on the same 2-core machine; admin key of Acme, limit=50.`,
+    'Every size of a store is generated first and kept; each path is then measured across the sizes in turn. ' + ROUNDS_NOTE,
     'Targets (issue 10): page 1 and a deep cursor page at 1M within 1.5× of 10k; search p50 ≤ 20 ms at 1M with 10 clients; create_order at 1M within 1.2× of 10k.',
   ]),
 );
