@@ -1,4 +1,5 @@
 import type { CompareRules } from './mappings.js';
+import { isJsonObject } from '../json-object.js';
 
 /*
  * The comparison of the shadow check: a legacy v2 answer against the gateway's translation of the
@@ -25,12 +26,11 @@ export const BODY_PATH = '(body)';
 const MAX_DIFFERENCES = 200;
 
 type Doc = Record<string, unknown>;
-const isDoc = (value: unknown): value is Doc => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** JSON with sorted keys: equal values, whatever their key order, give equal text. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isDoc(value)) {
+  if (isJsonObject(value)) {
     return `{${Object.keys(value)
       .sort()
       .map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`)
@@ -61,7 +61,7 @@ class Comparison {
   value(legacy: unknown, translated: unknown, path: string): void {
     if (this.volatile.has(path)) return;
     if (Array.isArray(legacy) && Array.isArray(translated)) return this.list(legacy, translated, elementsPath(path));
-    if (isDoc(legacy) && isDoc(translated)) return this.record(legacy, translated, path);
+    if (isJsonObject(legacy) && isJsonObject(translated)) return this.record(legacy, translated, path);
     if (canonicalJson(legacy) !== canonicalJson(translated)) this.note({ path, kind: 'changed', legacy, translated });
   }
 
@@ -86,7 +86,7 @@ class Comparison {
     }
     const by = this.unordered.get(path);
     // Elements without the key field are matched by their whole value.
-    const keyOf = (element: unknown) => (by !== undefined && isDoc(element) && element[by] !== undefined ? `key ${canonicalJson(element[by])}` : canonicalJson(element));
+    const keyOf = (element: unknown) => (by !== undefined && isJsonObject(element) && element[by] !== undefined ? `key ${canonicalJson(element[by])}` : canonicalJson(element));
     const pending = new Map<string, unknown[]>();
     for (const element of translated) {
       const key = keyOf(element);

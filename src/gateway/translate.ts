@@ -3,6 +3,7 @@ import { AppError, badRequest, unprocessable } from '../errors.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { LookupTopic, Transform } from './mappings.js';
+import { isJsonObject } from '../json-object.js';
 
 /*
  * The executors of the named transforms of mappings/v2-routes.yaml. The maps compose them; this
@@ -33,7 +34,6 @@ export interface FollowUp {
 
 type Op<K extends Transform['op']> = Extract<Transform, { op: K }>;
 
-const isDoc = (value: unknown): value is Doc => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function fieldError(field: string, rule: string, message: string): AppError {
   return badRequest('validation_failed', `Invalid request: ${field}: ${message}`, [{ field, rule, message }]);
@@ -70,7 +70,7 @@ function moveInto(doc: Doc, { into, fields, keep }: Op<'move_into'>): Doc {
 function moveOutOf(doc: Doc, { from, fields }: Op<'move_out_of'>): Doc {
   const inner = doc[from];
   if (inner === undefined) return doc;
-  if (!isDoc(inner)) throw fieldError(from, 'object', 'must be an object');
+  if (!isJsonObject(inner)) throw fieldError(from, 'object', 'must be an object');
   // Only the declared fields: anything else would land on the record itself (deliveryAddress.email).
   const stranger = Object.keys(inner).find((key) => !fields.includes(key));
   if (stranger !== undefined) throw fieldError(`${from}.${stranger}`, 'unknown_field', `is not one of ${from}'s fields (${fields.join(', ')})`);
@@ -94,7 +94,7 @@ function pick(doc: Doc, { fields }: Op<'pick'>): Doc {
 function requireFields(doc: Doc, { fields, within, allow_absent }: Op<'require'>): Doc {
   const target = within === undefined ? doc : doc[within];
   if (within !== undefined && target === undefined) return doc;
-  if (!isDoc(target)) throw fieldError(within ?? '(body)', 'object', 'must be an object');
+  if (!isJsonObject(target)) throw fieldError(within ?? '(body)', 'object', 'must be an object');
   for (const field of fields) {
     const value = target[field];
     const path = within === undefined ? field : `${within}.${field}`;
@@ -174,7 +174,7 @@ export class Translation {
     const pageInput = { ...input, limit: MAX_PAGE_SIZE };
     let page = first ?? (await this.call(operation, pageInput));
     for (;;) {
-      if (!isDoc(page) || !Array.isArray(page[key])) throw new Error(`v4 operation ${operation} answered no "${key}" list`);
+      if (!isJsonObject(page) || !Array.isArray(page[key])) throw new Error(`v4 operation ${operation} answered no "${key}" list`);
       const total = typeof page.totalCount === 'number' ? page.totalCount : 0;
       records.push(...(page[key] as Doc[]));
       if (Math.max(total, records.length) > this.listCeiling) throw tooLarge(Math.max(total, records.length), this.listCeiling, operation);
@@ -217,7 +217,7 @@ export class Translation {
         const applied = value.map((element: Doc) => this.apply(t, own ? element : { ...element }));
         value = applied.some((element) => element instanceof Promise) ? await Promise.all(applied) : applied;
         own = true;
-      } else if (isDoc(value)) {
+      } else if (isJsonObject(value)) {
         const next = this.apply(t, own ? value : { ...value });
         value = next instanceof Promise ? await next : next;
         own = true;
@@ -243,7 +243,7 @@ export class Translation {
     const record = byGet
       ? cached(`${operation}:${match}:${String(value)}`, () => this.call(operation, { [match]: value }))
       : then(cached(operation, () => this.walkList(operation, {}, listKeyOf(operation))), (all) => (all as Doc[]).find((element) => element[match] === value));
-    return then(record, (found) => replaceField(doc, from, to, isDoc(found) ? (found[take] ?? null) : null));
+    return then(record, (found) => replaceField(doc, from, to, isJsonObject(found) ? (found[take] ?? null) : null));
   }
 
   private cached(key: string, load: () => Eventually<unknown>): Eventually<unknown> {

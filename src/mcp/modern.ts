@@ -24,6 +24,7 @@ import { AppError } from '../errors.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
 import type { McpMetrics } from './metrics.js';
+import { isJsonObject } from '../json-object.js';
 import { PROTOCOL_VERSIONS } from './server.js';
 import { principalBinding } from './sessions.js';
 import {
@@ -78,21 +79,20 @@ export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
 
 export type ModernRoute = 'modern' | 'refused';
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * False when the SDK's classification could only say 2025 (or not JSON-RPC): a single message whose
  * `_meta` holds no protocol-version claim, under no header or a 2025 one. The classification parses
  * the body against four JSON-RPC schemas, two of them failing, on every 2025 session call; a CPU
- * profile showed it. Batches, claims and any other header still go to the SDK.
+ * profile showed it. A claim or any other header still goes to the SDK; a batch never reaches the
+ * modern leg (the SDK refuses modern messages in one), nor does a body that is not an object.
  */
 function mayClaimModern(request: FastifyRequest): boolean {
   const version = header(request, 'mcp-protocol-version');
   if (version !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(version)) return true;
   const { body } = request;
-  if (!isObject(body)) return false;
-  const meta = isObject(body.params) ? body.params._meta : undefined;
-  return isObject(meta) && PROTOCOL_VERSION_META_KEY in meta;
+  if (!isJsonObject(body)) return false;
+  const meta = isJsonObject(body.params) ? body.params._meta : undefined;
+  return isJsonObject(meta) && PROTOCOL_VERSION_META_KEY in meta;
 }
 
 const FORWARDED_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name'];
