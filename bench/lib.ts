@@ -226,7 +226,8 @@ export function writeResults(name: string, command: string, header: string[], ro
   return text;
 }
 
-type Row = Array<string | number>;
+/** One row of a results table. */
+export type Row = Array<string | number>;
 
 /** The stores a run measures: both by default, or BENCH_BACKENDS=pglite|postgres. */
 export function benchBackends(): Backend[] {

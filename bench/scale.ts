@@ -1,6 +1,6 @@
 import { raw, sql, type Sql } from '../src/store/sql.js';
 import { encodeCursor, fingerprint } from '../src/store/paging.js';
-import { measureRounds, postLoop, ROUNDS_NOTE, startBenchServer, writeResults, type Backend, type LoadTarget, type Measurement } from './lib.js';
+import { measureRounds, postLoop, ROUNDS_NOTE, startBenchServer, writeResults, type Backend, type LoadTarget, type Measurement, type Row } from './lib.js';
 
 /*
  * The orders paths at 10,000, 100,000 and 1,000,000 orders (at 1M: 200,000 employees and 500,000
@@ -188,8 +188,10 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
   const generated: Generated[] = [];
   try {
     for (const size of sizes) generated.push(await prepare(backend, size));
+    // Path-major, so each path's sizes are measured one right after the other.
+    const keyOf = (g: Generated, path: PathLabel) => `${g.size.orders} ${path}`;
     const targets: Record<string, LoadTarget> = {};
-    for (const path of PATHS) for (const g of generated) targets[`${g.size.orders} ${path}`] = { url: g.urls[path], headers: g.headers };
+    for (const path of PATHS) for (const g of generated) targets[keyOf(g, path)] = { url: g.urls[path], headers: g.headers };
     const measured = await measureRounds(targets, SECONDS);
     const creates = new Map<Generated, Measurement>();
     for (const g of generated) creates.set(g, await createOrders(g));
@@ -197,7 +199,7 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
     for (const g of generated) {
       rows.push([backend, g.size.orders, g.note, '', '', '', '']);
       for (const path of PATHS) {
-        const m = measured[`${g.size.orders} ${path}`]!;
+        const m = measured[keyOf(g, path)]!;
         rows.push([backend, g.size.orders, path, m.requestsPerSecond, m.p50, m.p99, m.errors]);
       }
       const create = creates.get(g)!;
@@ -205,7 +207,7 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
     }
     const [smallest, largest] = [generated[0]!, generated.at(-1)!];
     if (largest !== smallest) {
-      const ratio = (path: string, small: Measurement, large: Measurement) => [
+      const ratio = (path: string, small: Measurement, large: Measurement): Row => [
         backend,
         `${largest.size.orders} ÷ ${smallest.size.orders}`,
         `p50 ratio: ${path}`,
@@ -215,7 +217,7 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
         '',
       ];
       for (const path of ['list_orders page 1', 'list_orders page 90 % deep (cursor)'] as const) {
-        rows.push(ratio(path, measured[`${smallest.size.orders} ${path}`]!, measured[`${largest.size.orders} ${path}`]!));
+        rows.push(ratio(path, measured[keyOf(smallest, path)]!, measured[keyOf(largest, path)]!));
       }
       rows.push(ratio('create_order (Deployment)', creates.get(smallest)!, creates.get(largest)!));
     }
@@ -225,7 +227,6 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
   }
 }
 
-type Row = (string | number)[];
 const rows: Row[] = [];
 rows.push(...(await run('postgres', SIZES)));
 const pgliteSizes = SIZES.filter((size) => size.orders <= PGLITE_MAX);

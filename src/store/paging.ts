@@ -70,14 +70,17 @@ async function searchPage<R extends { id: string }>(
 ): Promise<[R[], number]> {
   const sortValue = spec.order ? sql`, ${spec.order.column} AS sort` : sql``;
   const branches = matching.map((condition) => sql`SELECT ${spec.key} AS key${sortValue} FROM ${spec.from} WHERE ${spec.where} AND ${condition}`);
-  const after = cut.cursor ? afterCursor(spec.order && { ...spec.order, column: sql`sort` }, sql`key`, cut.cursor) : sql`TRUE`;
+  // The same order on the CTE's sort column, and on the page's output column.
+  const foundOrder = spec.order && { ...spec.order, column: sql`sort` };
+  const pageOrder = spec.order && { ...spec.order, column: sql`page.${raw(`"${spec.order.field}"`)}` };
+  const after = cut.cursor ? afterCursor(foundOrder, sql`key`, cut.cursor) : sql`TRUE`;
   const rows = await db.query<R & { [SEARCH_TOTAL]: number }>(sql`
     WITH found AS MATERIALIZED (${join(branches, ' UNION ')})
     SELECT page.*, total.n AS "${raw(SEARCH_TOTAL)}"
     FROM (SELECT count(*) AS n FROM found) total
     LEFT JOIN LATERAL (SELECT ${spec.columns} FROM ${spec.from} WHERE ${spec.key} = ANY(ARRAY(
-      SELECT key FROM found WHERE ${after} ORDER BY ${orderedBy(spec.order, sql`key`, () => sql`sort`)} LIMIT ${cut.limit + 1} OFFSET ${cut.offset}))) page ON TRUE
-    ORDER BY ${orderedBy(spec.order, sql`page.id`, (order) => sql`page.${raw(`"${order.field}"`)}`)}`);
+      SELECT key FROM found WHERE ${after} ORDER BY ${orderedBy(foundOrder, sql`key`)} LIMIT ${cut.limit + 1} OFFSET ${cut.offset}))) page ON TRUE
+    ORDER BY ${orderedBy(pageOrder, sql`page.id`)}`);
   const totalCount = rows[0]?.[SEARCH_TOTAL] ?? 0;
   const pageRows = rows.filter((row) => row.id !== null);
   for (const row of pageRows) delete (row as Partial<typeof row>)[SEARCH_TOTAL];
@@ -151,10 +154,10 @@ function afterCursor(order: Omit<PageOrder, 'field'> | undefined, key: Sql, stat
   return descending ? sql`(${column}, ${key}) < (${value}, ${state.after})` : sql`(${column}, ${key}) > (${value}, ${state.after})`;
 }
 
-/** ORDER BY the sort's column (as `columnOf` names it) then `key`, or `key` alone: for the table, the search's CTE and the page's output. */
-function orderedBy(order: PageOrder | undefined, key: Sql, columnOf: (order: PageOrder) => Sql): Sql {
+/** ORDER BY the order's column then `key`, or `key` alone: for the table, the search's CTE and the page's output. */
+function orderedBy(order: Pick<PageOrder, 'column' | 'descending'> | undefined, key: Sql): Sql {
   const direction = raw(order?.descending ? 'DESC' : 'ASC');
-  return order ? sql`${columnOf(order)} ${direction}, ${key} ${direction}` : sql`${key} ${direction}`;
+  return order ? sql`${order.column} ${direction}, ${key} ${direction}` : sql`${key} ${direction}`;
 }
 
 /**
@@ -172,7 +175,7 @@ export async function paginate<R extends { id: string }>(db: Queryable, spec: Pa
   const [rows, totalCount] = spec.matching
     ? await searchPage<R>(db, spec, spec.matching, { cursor, limit, offset })
     : await Promise.all([
-        db.query<R>(sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${where} ORDER BY ${orderedBy(spec.order, spec.key, (order) => order.column)} LIMIT ${limit + 1} OFFSET ${offset}`),
+        db.query<R>(sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${where} ORDER BY ${orderedBy(spec.order, spec.key)} LIMIT ${limit + 1} OFFSET ${offset}`),
         totalOf(db, spec).then((counted) => counted[0]?.n ?? 0),
       ]);
   const hasMore = rows.length > limit;
