@@ -163,10 +163,11 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const listeners = new Map<string, (payload: string) => void>();
   const ignoreLost = () => undefined;
   const dispatch = (message: { channel: string; payload?: string | undefined }) => listeners.get(message.channel)?.(message.payload ?? '');
+  const types = { getTypeParser: (oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text') };
   const pool = new pg.Pool({
     ...connection,
     max: 10,
-    types: { getTypeParser: (oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text') },
+    types,
     // Pooled connections listen too: the notification of this process's own commit then arrives on the
     // committing connection before the commit returns, so a caller never outruns its own write.
     onConnect: async (client) => {
@@ -178,8 +179,22 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       for (const channel of listeners.keys()) await client.query(`LISTEN ${channel}`);
     },
   });
+  // Statements planned with their values (Sql.plannedPerCall: searches) run on their own sessions, which
+  // plan every execution with its values: named there, they are parsed once per connection, and never
+  // given the generic plan that PostgreSQL may settle on after five runs (a search's pattern decides its plan).
+  // Read-only statements outside transactions, so these connections need no LISTEN.
+  const planningPool = new pg.Pool({
+    ...connection,
+    options: [connection.options, '-c plan_cache_mode=force_custom_plan'].filter(Boolean).join(' '),
+    max: 10,
+    types,
+    onConnect: async (client) => {
+      client.on('error', ignoreLost);
+    },
+  });
   // An idle client's network error must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
+  planningPool.on('error', () => undefined);
   const run = async <R>(target: { query: typeof pool.query }, statement: Sql) => {
     const { text, values } = statement.toQuery();
     try {
@@ -192,12 +207,13 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const names = new StatementNames();
   const runPrepared = async <R>(statement: Sql) => {
     const { text, values } = statement.toQuery();
-    const name = statement.plannedPerCall ? undefined : names.nameFor(text);
+    const target = statement.plannedPerCall ? planningPool : pool;
+    const name = names.nameFor(text);
     try {
-      return (await pool.query(name === undefined ? { text, values } : { name, text, values })).rows as R[];
+      return (await target.query(name === undefined ? { text, values } : { name, text, values })).rows as R[];
     } catch (error) {
       if (name === undefined || names.failed(error) === undefined) throw connectionLost(error);
-      return run<R>(pool, statement);
+      return run<R>(target, statement);
     }
   };
   return {
@@ -276,7 +292,9 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
         await current?.client.end().catch(() => undefined);
       };
     },
-    close: () => pool.end(),
+    close: async () => {
+      await Promise.all([pool.end(), planningPool.end()]);
+    },
   };
 }
 
