@@ -189,14 +189,15 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   // Statements planned with their values (Sql.plannedPerCall: searches) run on their own sessions, which
   // plan every execution with its values: named there, they are parsed once per connection, and never
   // given the generic plan that PostgreSQL may settle on after five runs (a search's pattern decides its plan).
-  // Read-only statements outside transactions, so these connections need no LISTEN.
+  // Set per session, not as a startup option, which a pooler such as PgBouncer refuses. Read-only statements
+  // outside transactions, so these connections need no LISTEN.
   const planningPool = new pg.Pool({
     ...connection,
-    options: [connection.options, '-c plan_cache_mode=force_custom_plan'].filter(Boolean).join(' '),
     max: 10,
     types,
     onConnect: async (client) => {
       client.on('error', ignoreLost);
+      await client.query('SET plan_cache_mode = force_custom_plan');
     },
   });
   // An idle client's network error must not crash the process; the next query reports it.
