@@ -126,6 +126,8 @@ export interface Measurement {
   requestsPerSecond: number;
   p50: number;
   p99: number;
+  /** Mean latency in ms, to two decimals: p50 and p99 come in whole milliseconds. */
+  mean: number;
   errors: number;
 }
 
@@ -163,6 +165,7 @@ export async function measure(
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,
     p99: result.latency.p99,
+    mean: result.latency.average,
     errors: result.errors + result.non2xx,
   };
 }

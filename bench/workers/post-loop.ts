@@ -40,4 +40,15 @@ await Promise.all(Array.from({ length: spec.connections }, worker));
 const elapsed = (performance.now() - started) / 1000;
 latencies.sort((a, b) => a - b);
 const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0);
-console.log(JSON.stringify({ requests: latencies.length, requestsPerSecond: Math.round(latencies.length / elapsed), p50: at(0.5), p99: at(0.99), errors, exhausted: next >= spec.bodies.length }));
+const mean = latencies.reduce((sum, latency) => sum + latency, 0) / Math.max(1, latencies.length);
+console.log(
+  JSON.stringify({
+    requests: latencies.length,
+    requestsPerSecond: Math.round(latencies.length / elapsed),
+    p50: at(0.5),
+    p99: at(0.99),
+    mean: Math.round(mean * 100) / 100,
+    errors,
+    exhausted: next >= spec.bodies.length,
+  }),
+);
