@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { ServiceUnavailable } from '../errors.js';
 import { sql, type Sql } from './sql.js';
 import { StatementNames } from './statement-names.js';
+import type { ClientBase } from 'pg';
 
 /** Something that runs parameterised SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -171,38 +172,37 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const ignoreLost = () => undefined;
   const dispatch = (message: { channel: string; payload?: string | undefined }) => listeners.get(message.channel)?.(message.payload ?? '');
   const types = { getTypeParser: (oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text') };
-  const pool = new pg.Pool({
-    ...connection,
-    max: 10,
-    types,
-    // Pooled connections listen too: the notification of this process's own commit then arrives on the
-    // committing connection before the commit returns, so a caller never outruns its own write.
-    onConnect: async (client) => {
-      // pg-pool leaves a client without an 'error' listener from handing it out until its borrower attaches
-      // one, a microtask later; a backend's FATAL parsed in that gap (same socket read as the ReadyForQuery
-      // that freed it) would be an uncaught 'error' event, which ends the process. The next query reports it.
-      client.on('error', ignoreLost);
-      client.on('notification', dispatch);
-      for (const channel of listeners.keys()) await client.query(`LISTEN ${channel}`);
-    },
+  const poolOf = (setUp: (client: ClientBase) => Promise<void>) => {
+    const made = new pg.Pool({
+      ...connection,
+      max: 10,
+      types,
+      onConnect: async (client) => {
+        // pg-pool leaves a client without an 'error' listener from handing it out until its borrower attaches
+        // one, a microtask later; a backend's FATAL parsed in that gap (same socket read as the ReadyForQuery
+        // that freed it) would be an uncaught 'error' event, which ends the process. The next query reports it.
+        client.on('error', ignoreLost);
+        await setUp(client);
+      },
+    });
+    // An idle client's network error must not crash the process; the next query reports it.
+    made.on('error', () => undefined);
+    return made;
+  };
+  // Pooled connections listen too: the notification of this process's own commit then arrives on the
+  // committing connection before the commit returns, so a caller never outruns its own write.
+  const pool = poolOf(async (client) => {
+    client.on('notification', dispatch);
+    for (const channel of listeners.keys()) await client.query(`LISTEN ${channel}`);
   });
   // Statements planned with their values (Sql.plannedPerCall: searches) run on their own sessions, which
   // plan every execution with its values: named there, they are parsed once per connection, and never
   // given the generic plan that PostgreSQL may settle on after five runs (a search's pattern decides its plan).
   // Set per session, not as a startup option, which a pooler such as PgBouncer refuses. Read-only statements
   // outside transactions, so these connections need no LISTEN.
-  const planningPool = new pg.Pool({
-    ...connection,
-    max: 10,
-    types,
-    onConnect: async (client) => {
-      client.on('error', ignoreLost);
-      await client.query('SET plan_cache_mode = force_custom_plan');
-    },
+  const planningPool = poolOf(async (client) => {
+    await client.query('SET plan_cache_mode = force_custom_plan');
   });
-  // An idle client's network error must not crash the process; the next query reports it.
-  pool.on('error', () => undefined);
-  planningPool.on('error', () => undefined);
   const run = async <R>(target: { query: typeof pool.query }, statement: Sql) => {
     const { text, values } = statement.toQuery();
     try {
