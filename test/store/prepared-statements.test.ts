@@ -31,14 +31,18 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
 
   const gadget = (id: number) => db.query<{ id: number; size: unknown }>(sql`SELECT id, size FROM gadgets WHERE id = ${id}`);
   const GADGET_TEXT = 'SELECT id, size FROM gadgets WHERE id = $1';
-  const prepared = () =>
-    db.query<{ name: string; statement: string; runs: number }>(sql`SELECT name, statement, generic_plans + custom_plans AS runs FROM pg_prepared_statements`);
+  // What the connection holds; on a search's connection when `searches` (a statement planned per call runs on one).
+  const prepared = (searches = false) =>
+    db.query<{ name: string; statement: string; generic: number; custom: number; runs: number }>(
+      new Sql(['SELECT name, statement, generic_plans AS generic, custom_plans AS custom, generic_plans + custom_plans AS runs FROM pg_prepared_statements'], [], searches),
+    );
+  const search = (id: number, text: string) => db.query(sql`SELECT id FROM gadgets WHERE id = ${id} AND ${containsText(text, [sql`size::text`])}`);
 
   it('parses a statement run often once, then only binds and executes it', async () => {
     for (let id = 1; id <= 10; id++) expect(await gadget(id)).toEqual([{ id, size: id * 10 }]);
     const held = (await prepared()).filter((p) => p.statement === GADGET_TEXT);
     // The first two runs go unnamed; the other eight run the one prepared statement.
-    expect(held).toEqual([{ name: expect.stringMatching(/^s\d+_/), statement: GADGET_TEXT, runs: 8 }]);
+    expect(held.map(({ name, statement, runs }) => ({ name, statement, runs }))).toEqual([{ name: expect.stringMatching(/^s\d+_/), statement: GADGET_TEXT, runs: 8 }]);
   });
 
   it('never names a text that varies from call to call', async () => {
@@ -49,22 +53,20 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
   it('parses a search once, but plans it with its pattern on every call: a cached plan cannot know whether it is rare or common', async () => {
     // With a key in it, the generic plan would cost no more than a custom one: left to itself,
     // PostgreSQL would switch to it after five runs.
-    const search = (id: number, text: string) => db.query(sql`SELECT id FROM gadgets WHERE id = ${id} AND ${containsText(text, [sql`size::text`])}`);
     for (let n = 0; n < 10; n++) expect(await search(12, '20')).toEqual([{ id: 12 }]);
-    // Searches have connections of their own; this statement is planned per call too, so it runs on one of them.
-    const held = await db.query<{ statement: string; generic: number; custom: number }>(
-      new Sql(['SELECT statement, generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements'], [], true),
-    );
-    expect(held.filter((p) => p.statement.includes(' LIKE '))).toEqual([{ statement: expect.stringContaining('FROM gadgets'), generic: 0, custom: 8 }]);
+    const held = (await prepared(true)).filter((p) => p.statement.includes(' LIKE '));
+    expect(held.map(({ statement, generic, custom }) => ({ statement, generic, custom }))).toEqual([
+      { statement: expect.stringContaining('FROM gadgets'), generic: 0, custom: 8 },
+    ]);
     expect((await prepared()).filter((p) => p.statement.includes(' LIKE '))).toEqual([]);
   });
 
   it('keeps answering when a migration changes what a prepared statement returns', async () => {
-    const search = () => db.query(sql`SELECT id, size FROM gadgets WHERE ${containsText('7', [sql`id::text`])}`);
-    for (let i = 0; i < 5; i++) await Promise.all([gadget(1), search()]);
+    const sizesOf7 = () => db.query(sql`SELECT id, size FROM gadgets WHERE ${containsText('7', [sql`id::text`])}`);
+    for (let i = 0; i < 5; i++) await Promise.all([gadget(1), sizesOf7()]);
     await db.exec('ALTER TABLE gadgets ALTER COLUMN size TYPE text');
     // The stale plans are retried unnamed, then prepared anew under the next generation's name.
-    expect(await search()).toEqual([{ id: 7, size: '70' }, { id: 17, size: '170' }]);
+    expect(await sizesOf7()).toEqual([{ id: 7, size: '70' }, { id: 17, size: '170' }]);
     expect(await gadget(2)).toEqual([{ id: 2, size: '20' }]);
     for (let id = 3; id <= 7; id++) expect(await gadget(id)).toEqual([{ id, size: String(id * 10) }]);
     const held = (await prepared()).filter((p) => p.statement === GADGET_TEXT);
@@ -72,7 +74,7 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
   });
 
   it('prepares again on new connections after every connection was cut (a restart)', async () => {
-    for (let i = 0; i < 5; i++) await gadget(1);
+    for (let i = 0; i < 5; i++) await Promise.all([gadget(1), search(14, '40')]);
     await adminQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '${APPLICATION_NAME}'`);
     // The lost connection answers once as unavailable (503 to an HTTP caller); the next call reconnects.
     const first = await gadget(4).catch((error: unknown) => error);
@@ -81,6 +83,13 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
     const held = (await prepared()).filter((p) => p.statement === GADGET_TEXT);
     expect(held).toHaveLength(1);
     expect(held[0]!.runs).toBeGreaterThanOrEqual(5);
+    // A search's new connection plans per call again: the setting is made on every connection, not once.
+    await search(14, '40').catch(() => undefined);
+    for (let i = 0; i < 8; i++) expect(await search(14, '40')).toEqual([{ id: 14 }]);
+    const searches = (await prepared(true)).filter((p) => p.statement.includes(' LIKE '));
+    expect(searches).toHaveLength(1);
+    expect(searches[0]).toMatchObject({ generic: 0 });
+    expect(searches[0]!.custom).toBeGreaterThanOrEqual(6);
   });
 
   // Last: after it, this store names no statement any more.
