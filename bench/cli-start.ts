@@ -70,7 +70,7 @@ const rows = commands.map((c, i) => {
   return [c.label, m.toFixed(1), Math.min(...samples[i]!).toFixed(1), ratio.toFixed(2), verdict, loaded];
 });
 
-const text = writeResults('cli-start', 'npm run bench -- cli-start', ['command', 'median ms', 'min ms', '× bare node', 'target ≤ 3×', 'own modules / packages loaded'], rows, [
+const text = await writeResults('cli-start', 'npm run bench -- cli-start', ['command', 'median ms', 'min ms', '× bare node', 'target ≤ 3×', 'own modules / packages loaded'], rows, [
   `Median of ${RUNS} cold starts each (new process every time), runs interleaved across the commands, after one warm-up run of each.`,
   'The two targeted commands never load the operation table, zod, Fastify or pg: svc registers only the command it was asked for and',
   'imports its modules on demand; `migrate audit --scopes` reads the bundled mappings/*.yaml with the yaml parser alone.',

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import type autocannon from 'autocannon';
+import Fastify from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
@@ -207,7 +208,27 @@ export function machine(): string {
   return `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 }
 
-export function writeResults(name: string, command: string, header: string[], rows: Array<Array<string | number>>, notes: string[] = []): string {
+/**
+ * How fast this machine serves HTTP at all, to read a run's figures against: on 2026-11-25 two machines
+ * of the same kind ran the same benchmark 3–4× apart, with no change to the code. A bare Fastify route
+ * answering constant JSON, loaded as every row is; the median of three 3 s runs.
+ */
+async function machineSpeed(): Promise<number> {
+  const bare = Fastify();
+  bare.get('/', () => ({ hello: 'world' }));
+  const url = await bare.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    const runs: number[] = [];
+    for (let i = 0; i < 3; i++) runs.push((await measure(url, {}, 3)).requestsPerSecond);
+    return runs.sort((a, b) => a - b)[1]!;
+  } finally {
+    await bare.close();
+  }
+}
+
+/** Writes bench/results/<name>.md, headed by the command, the machine and its speed measured after the run. */
+export async function writeResults(name: string, command: string, header: string[], rows: Array<Array<string | number>>, notes: string[] = []): Promise<string> {
+  const speed = await machineSpeed();
   const table = [
     `| ${header.join(' | ')} |`,
     `| ${header.map(() => '---').join(' | ')} |`,
@@ -218,6 +239,7 @@ export function writeResults(name: string, command: string, header: string[], ro
     '',
     `- Command: \`${command}\``,
     `- Machine: ${machine()}`,
+    `- Machine speed: ${speed} req/s from a bare Fastify route answering constant JSON (10 connections, median of three 3 s runs after the benchmark; ~48–70k on this kind of machine when issue 10 was filed)`,
     `- Date: ${new Date().toISOString().slice(0, 10)}`,
     '',
     table,
@@ -246,7 +268,7 @@ export async function benchEachBackend(
 ): Promise<void> {
   const rows: Row[] = [];
   for (const backend of benchBackends()) rows.push(...(await run(backend)));
-  console.log(writeResults(name, `npm run bench -- ${name}`, header, rows, notes));
+  console.log(await writeResults(name, `npm run bench -- ${name}`, header, rows, notes));
 }
 
 /** POSTs `bodies` in turn (each request its own body) from a worker process, 10 connections, for `seconds`. */

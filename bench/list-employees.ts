@@ -54,7 +54,7 @@ const backends = (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',') as
 const rows = [];
 for (const backend of backends) for (const count of SIZES) rows.push(...(await run(backend, count)));
 console.log(
-  writeResults(
+  await writeResults(
     'list-employees',
     'npm run bench -- list-employees',
     ['store', 'employees', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'],

@@ -231,7 +231,7 @@ rows.push(...(await run('postgres', SIZES)));
 const pgliteSizes = SIZES.filter((size) => size.orders <= PGLITE_MAX);
 if (pgliteSizes.length > 0) rows.push(...(await run('pglite', pgliteSizes)));
 console.log(
-  writeResults('scale', 'npm run bench -- scale', ['store', 'orders', 'request', 'req/s', 'p50 ms', 'mean ms', 'p99 ms', 'errors'], rows, [
+  await writeResults('scale', 'npm run bench -- scale', ['store', 'orders', 'request', 'req/s', 'p50 ms', 'mean ms', 'p99 ms', 'errors'], rows, [
     `autocannon in a separate process (creates from a fetch worker), 10 connections, ${SECONDS} s per row, on loopback; PostgreSQL 15 on the same 2-core machine; admin key of Acme, limit=50.`,
     'Every size of a store is generated first and kept; each path is then measured across the sizes in turn. ' + ROUNDS_NOTE,
     'Targets (issue 10): page 1 and a deep cursor page at 1M within 1.5× of 10k; search p50 ≤ 20 ms at 1M with 10 clients; create_order at 1M within 1.2× of 10k. Ratios are read from the mean latency (two decimals); the p50, in whole milliseconds, is given beside it.',

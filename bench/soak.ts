@@ -45,7 +45,7 @@ try {
   const rss = memory('rss');
   const heap = memory('heap');
   const errors = results.reduce((sum, m) => sum + m.errors, 0);
-  const text = writeResults(
+  const text = await writeResults(
     'soak',
     `SOAK_SECONDS=${SECONDS} npm run bench -- soak`,
     ['traffic', 'req/s', 'p50 ms', 'p99 ms', 'errors'],
