@@ -209,9 +209,8 @@ export function machine(): string {
 }
 
 /**
- * How fast this machine serves HTTP at all, to read a run's figures against: on 2026-11-25 two machines
- * of the same kind ran the same benchmark 3–4× apart, with no change to the code. A bare Fastify route
- * answering constant JSON, loaded as every row is; the median of three 3 s runs.
+ * How fast this machine serves HTTP at all: machines of one kind have run the same code 3–4× apart,
+ * so a figure is read against this. A bare Fastify route answering constant JSON, loaded as every row is.
  */
 async function machineSpeed(): Promise<number> {
   const bare = Fastify();
@@ -239,7 +238,7 @@ export async function writeResults(name: string, command: string, header: string
     '',
     `- Command: \`${command}\``,
     `- Machine: ${machine()}`,
-    `- Machine speed: ${speed} req/s from a bare Fastify route answering constant JSON (10 connections, median of three 3 s runs after the benchmark; ~48–70k on this kind of machine when issue 10 was filed)`,
+    `- Machine speed: ${speed} req/s from a bare Fastify route answering constant JSON (10 connections, median of three 3 s runs after the benchmark)`,
     `- Date: ${new Date().toISOString().slice(0, 10)}`,
     '',
     table,
