@@ -58,14 +58,16 @@ export function header(request: FastifyRequest, name: string): string | undefine
 }
 
 /**
- * Where the SDK's classification sends this POST: `modern` when it carries a well-formed `_meta`
- * claim; `refused` when it is a modern-era refusal (a header naming 2026-07-28 without the envelope,
- * a malformed envelope, a mismatch), which the SDK answers; undefined for everything else
- * (initialize, 2025 sessions, posted replies, bodies that are not JSON-RPC at all), which stays on the
- * 2025 endpoint, whose answers every client understands.
+ * Where this POST goes: `direct` for a plain 2026-07-28 tool call (see plainToolCall), which the leg
+ * may answer without the SDK; otherwise the SDK's classification: `modern` when it carries a
+ * well-formed `_meta` claim; `refused` when it is a modern-era refusal (a header naming 2026-07-28
+ * without the envelope, a malformed envelope, a mismatch), which the SDK answers; undefined for
+ * everything else (initialize, 2025 sessions, posted replies, bodies that are not JSON-RPC at all),
+ * which stays on the 2025 endpoint, whose answers every client understands.
  */
 export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
   if (!mayClaimModern(request)) return undefined;
+  if (plainToolCall(request)) return 'direct';
   const outcome = classifyInboundRequest({
     httpMethod: request.method,
     body: request.body,
@@ -77,7 +79,65 @@ export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
   return outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape' ? 'refused' : undefined;
 }
 
-export type ModernRoute = 'modern' | 'refused';
+export type ModernRoute = 'direct' | 'modern' | 'refused';
+
+/** Envelopes (as JSON) and whether the SDK accepts them; a client sends the same one with every call. */
+const envelopeVerdicts = new Map<string, boolean>();
+const ENVELOPE_VERDICTS_KEPT = 1_000;
+const ENVELOPE_CACHED_UP_TO_CHARS = 4_096;
+
+/**
+ * Whether the SDK's classification accepts `meta` as a 2026-07-28 envelope: its verdict on a probe call
+ * that carries it and is otherwise well-formed, kept per envelope. Classifying each request cost more
+ * than the tool call (the SDK first parses a request as a response of either kind, which fails).
+ */
+function envelopeAccepted(meta: Record<string, unknown>): boolean {
+  const key = JSON.stringify(meta);
+  const known = envelopeVerdicts.get(key);
+  if (known !== undefined) return known;
+  const probe = { jsonrpc: '2.0', id: 0, method: 'tools/call', params: { name: 'probe', _meta: meta } };
+  const verdict =
+    classifyInboundRequest({
+      httpMethod: 'POST',
+      body: probe,
+      protocolVersionHeader: MODERN_PROTOCOL_VERSIONS[0],
+      mcpMethodHeader: 'tools/call',
+      mcpNameHeader: 'probe',
+    }).kind === 'modern';
+  if (key.length <= ENVELOPE_CACHED_UP_TO_CHARS) {
+    if (envelopeVerdicts.size >= ENVELOPE_VERDICTS_KEPT) envelopeVerdicts.clear();
+    envelopeVerdicts.set(key, verdict);
+  }
+  return verdict;
+}
+
+/**
+ * A 2026-07-28 tools/call the SDK would classify as modern, checked without its classification: the
+ * headers name the version, method and tool exactly as the body does, the body is a JSON-RPC request
+ * and a CallToolRequest by the SDK's own schemas (and no reply: the SDK tests that first), the envelope
+ * is one the SDK accepts, and it is no approval's retry (that one needs the SDK's request state).
+ */
+function plainToolCall(request: FastifyRequest): boolean {
+  const { body } = request;
+  if (!isJsonObject(body)) return false;
+  const params = isJsonObject(body.params) ? body.params : undefined;
+  const envelope = params?._meta;
+  return (
+    header(request, 'mcp-protocol-version') === MODERN_PROTOCOL_VERSIONS[0] &&
+    isJsonObject(envelope) &&
+    envelope[PROTOCOL_VERSION_META_KEY] === MODERN_PROTOCOL_VERSIONS[0] &&
+    header(request, 'mcp-method') === 'tools/call' &&
+    typeof params?.name === 'string' &&
+    header(request, 'mcp-name') === params.name &&
+    !('requestState' in params) &&
+    !('inputResponses' in params) &&
+    !('result' in body) &&
+    !('error' in body) &&
+    isSpecType.JSONRPCRequest(body) &&
+    isSpecType.CallToolRequest(body) &&
+    envelopeAccepted(envelope)
+  );
+}
 
 /**
  * False when the SDK's classification could only say 2025 (or not JSON-RPC): a single message whose
@@ -214,31 +274,15 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
   }
 
   /**
-   * The SDK's answer to a tool call it would run without asking (see directToolCall), as JSON text, given without
-   * building a server, for a request the SDK classified as well-formed (envelope and headers) that
-   * passes the rest of the revision's ladder as sent (version, Mcp-Method and Mcp-Name
-   * exactly as the body says, the SDK's own schema), is no approval's retry, and gets the result the
-   * SDK stamps. Undefined sends the request to the SDK, which answers or refuses it.
+   * The SDK's answer to a plain tool call (see plainToolCall) it would run without asking (see
+   * directToolCall), as JSON text, given without building a server, with the result fields the SDK
+   * stamps. Undefined sends the request to the SDK, which answers or refuses it.
    */
   async function answerWithoutSdkServer(request: FastifyRequest, principal: Principal): Promise<string | undefined> {
-    const body = request.body as { id?: unknown; params?: Record<string, unknown> } | undefined;
-    const params = body?.params;
-    const envelope = params?._meta as Record<string, unknown> | undefined;
-    if (
-      header(request, 'mcp-protocol-version') !== MODERN_PROTOCOL_VERSIONS[0] ||
-      envelope?.[PROTOCOL_VERSION_META_KEY] !== MODERN_PROTOCOL_VERSIONS[0] ||
-      header(request, 'mcp-method') !== 'tools/call' ||
-      typeof params?.name !== 'string' ||
-      header(request, 'mcp-name') !== params.name ||
-      'requestState' in params ||
-      'inputResponses' in params ||
-      !isSpecType.JSONRPCRequest(body) ||
-      !isSpecType.CallToolRequest(body)
-    ) {
-      return undefined;
-    }
+    const body = request.body as { id: string | number; params: { name: string; arguments?: unknown; _meta: Record<string, unknown> } };
+    const { params } = body;
     const ctx: McpCallContext = { core, principal, requestId: request.id, metrics, log: request.log };
-    const capabilities = envelope[CLIENT_CAPABILITIES_META_KEY] as ElicitationCapability | undefined;
+    const capabilities = params._meta[CLIENT_CAPABILITIES_META_KEY] as ElicitationCapability | undefined;
     const call = directToolCall(ctx, params.name, params.arguments, capabilities);
     if (!call) return undefined;
     const result = await runTool(ctx, call.op, call.input);
@@ -247,7 +291,7 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
 
   return {
     async serve(request, reply, principal, route) {
-      const direct = route === 'modern' ? await answerWithoutSdkServer(request, principal) : undefined;
+      const direct = route === 'direct' ? await answerWithoutSdkServer(request, principal) : undefined;
       if (direct !== undefined) return reply.type('application/json').send(direct);
       // The SDK reads only the media type and its own routing headers; copying the rest would cost every call.
       const headers = new Headers();

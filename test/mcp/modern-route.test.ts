@@ -4,8 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { modernRoute } from '../../src/mcp/modern.js';
 
 /*
- * modernRoute skips the SDK's classification when it could only answer "2025". These cases check the
- * shortcut against the SDK's own verdict, including the ones that look 2025 but are not.
+ * modernRoute skips the SDK's classification when it could only answer "2025", and for a plain
+ * 2026-07-28 tool call ('direct', which the SDK would call modern), whose envelope's verdict it keeps.
+ * These cases check both shortcuts against the SDK's own verdict, including the ones that look 2025
+ * but are not, and envelopes the SDK refuses, each routed twice (the second from the kept verdict).
  */
 
 /** What the SDK alone decides, mapped as modernRoute maps it. */
@@ -28,6 +30,7 @@ const envelope = {
 };
 const call = (params: Record<string, unknown>) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {}, ...params } });
 const modernHeaders = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'whoami' };
+const { 'io.modelcontextprotocol/clientCapabilities': _capabilities, ...withoutCapabilities } = envelope;
 
 const cases: Array<[string, Record<string, string>, unknown]> = [
   ['a 2025 session call', { 'mcp-protocol-version': '2025-11-25' }, call({})],
@@ -47,12 +50,28 @@ const cases: Array<[string, Record<string, string>, unknown]> = [
   ['initialize under the modern header', { 'mcp-protocol-version': '2026-07-28' }, { jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }],
   ['an unknown future version header', { 'mcp-protocol-version': '2027-01-01' }, call({})],
   ['a 2025 header with surrounding space', { 'mcp-protocol-version': ' 2025-11-25 ' }, call({})],
+  ['an envelope without the client capabilities', modernHeaders, call({ _meta: withoutCapabilities })],
+  ['client capabilities that are not an object', modernHeaders, call({ _meta: { ...envelope, 'io.modelcontextprotocol/clientCapabilities': 'all' } })],
+  ['client info without a version', modernHeaders, call({ _meta: { ...envelope, 'io.modelcontextprotocol/clientInfo': { name: 'test' } } })],
+  ['a valid envelope under another tool header', { ...modernHeaders, 'mcp-name': 'list_teams' }, call({ _meta: envelope })],
+  ['a valid envelope in a call that also carries a result', modernHeaders, { ...call({ _meta: envelope }), result: {} }],
+  ['the modern version header with a trailing space', { ...modernHeaders, 'mcp-protocol-version': '2026-07-28 ' }, call({ _meta: envelope })],
 ];
+
+/** modernRoute's answer as the SDK would put it: a direct call is one the SDK classifies as modern. */
+const asSdk = (route: string | undefined) => (route === 'direct' ? 'modern' : route);
 
 describe('modernRoute', () => {
   it.each(cases)('routes %s as the SDK classifies it', (_name, headers, body) => {
     const request = { method: 'POST', headers, body } as unknown as FastifyRequest;
-    expect(modernRoute(request)).toBe(sdkVerdict(headers, body));
+    expect(asSdk(modernRoute(request))).toBe(sdkVerdict(headers, body));
+    // Again: an envelope's verdict is kept after the first request.
+    expect(asSdk(modernRoute(request))).toBe(sdkVerdict(headers, body));
+  });
+
+  it('answers a plain 2026-07-28 tool call directly, and only that', () => {
+    const routed = cases.map(([name, headers, body]) => [name, modernRoute({ method: 'POST', headers, body } as unknown as FastifyRequest)]);
+    expect(routed.filter(([, route]) => route === 'direct').map(([name]) => name)).toEqual(['a 2026-07-28 call']);
   });
 
   it('sends the modern cases to the modern leg (the table is not all 2025)', () => {
