@@ -184,7 +184,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
  * median req/s and the errors of all its runs. Ratios compare targets measured side by side: on this
  * machine one 5 s run of the same server swung by up to 30 % from the next.
  */
-export async function measureRounds<K extends string>(targets: Record<K, LoadTarget>, seconds: number): Promise<Record<K, Measurement>> {
+export async function measureRounds<K extends string>(targets: Record<K, LoadTarget>, seconds: number): Promise<Record<K, RoundsMeasurement>> {
   const names = Object.keys(targets) as K[];
   const runs = new Map<K, Measurement[]>(names.map((name) => [name, []]));
   for (let round = 0; round < ROUNDS; round++) {
@@ -193,15 +193,38 @@ export async function measureRounds<K extends string>(targets: Record<K, LoadTar
       runs.get(name)!.push(await measure(url, headers, seconds, 10, post));
     }
   }
-  const median = (all: Measurement[]): Measurement => {
+  const median = (all: Measurement[]): RoundsMeasurement => {
     const sorted = [...all].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
-    return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, errors: all.reduce((sum, run) => sum + run.errors, 0) };
+    return {
+      ...sorted[Math.floor((sorted.length - 1) / 2)]!,
+      errors: all.reduce((sum, run) => sum + run.errors, 0),
+      perRound: all.map((run) => run.requestsPerSecond),
+    };
   };
-  return Object.fromEntries(names.map((name) => [name, median(runs.get(name)!)])) as Record<K, Measurement>;
+  return Object.fromEntries(names.map((name) => [name, median(runs.get(name)!)])) as Record<K, RoundsMeasurement>;
+}
+
+/** A row of measureRounds: its median run, and the req/s of every round, in order. */
+export interface RoundsMeasurement extends Measurement {
+  perRound: number[];
+}
+
+/**
+ * `a`'s throughput over `b`'s as the median of the ratios within each round, with their range: rows of
+ * one round run back to back, so a round's ratio cancels what the machine's speed did meanwhile (a
+ * bare route's throughput halved within one session here), which a ratio of two medians does not.
+ */
+export function pairedRatio(a: RoundsMeasurement, b: RoundsMeasurement): string {
+  const ratios = a.perRound.map((rps, round) => rps / b.perRound[round]!).sort((x, y) => x - y);
+  const middle = ratios[Math.floor((ratios.length - 1) / 2)]!;
+  return `${middle.toFixed(2)} (${ratios[0]!.toFixed(2)}–${ratios.at(-1)!.toFixed(2)})`;
 }
 
 /** How the rows of measureRounds were chosen, for a benchmark's notes. */
 export const ROUNDS_NOTE = `Each row: the median-throughput run of ${ROUNDS} rounds in which the rows were measured in turn (BENCH_ROUNDS); its errors are those of all its runs.`;
+
+/** How pairedRatio's figures read, for the notes of a benchmark that quotes them. */
+export const PAIRED_RATIO_NOTE = `A ratio (pairedRatio): the median of its ${ROUNDS} ratios within a round, then their range in brackets; rows of one round run back to back.`;
 
 export function machine(): string {
   const cpu = cpus();

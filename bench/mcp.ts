@@ -1,4 +1,4 @@
-import { measureRounds, modernToolCall, openMcpSession, startBenchServer, benchEachBackend, ROUNDS_NOTE, type Backend, type LoadTarget } from './lib.js';
+import { measureRounds, modernToolCall, pairedRatio, openMcpSession, startBenchServer, benchEachBackend, ROUNDS_NOTE, PAIRED_RATIO_NOTE, type Backend, type LoadTarget } from './lib.js';
 
 /*
  * The cost of the MCP layer, per protocol revision: tools/call get_employee in an open 2025-11-25
@@ -38,7 +38,7 @@ async function run(backend: Backend) {
       const mcp = measured[era]!;
       rows.push(
         [backend, `MCP ${era} tools/call get_employee`, mcp.requestsPerSecond, mcp.p50, mcp.p99, mcp.errors],
-        [backend, `ratio MCP ${era.split(' ')[0]} ÷ REST`, (mcp.requestsPerSecond / rest.requestsPerSecond).toFixed(2), '', '', ''],
+        [backend, `ratio MCP ${era.split(' ')[0]} ÷ REST`, pairedRatio(mcp, rest), '', '', ''],
       );
     }
     return rows;
@@ -50,5 +50,6 @@ async function run(backend: Backend) {
 await benchEachBackend('mcp', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
     `autocannon in a separate process, 10 connections, ${SECONDS} s per run, on loopback, one server per store; the 2025-11-25 rows reuse one session (every request still re-authenticates the key and checks the session), the 2026-07-28 rows carry everything in each request.`,
     ROUNDS_NOTE,
+    PAIRED_RATIO_NOTE,
     'Target (issues 5 and 13): tools/call get_employee at ≥ 0.6× the REST throughput under each protocol revision, in the same run.',
   ]);

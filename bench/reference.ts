@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { visibleEmployeeQuery } from '../src/domain/employees.js';
-import { benchEachBackend, measureRounds, POSTGRES_URL, ROUNDS_NOTE, startBenchServer, type Backend } from './lib.js';
+import { benchEachBackend, measureRounds, pairedRatio, POSTGRES_URL, ROUNDS_NOTE, PAIRED_RATIO_NOTE, startBenchServer, type Backend } from './lib.js';
 
 /*
  * The limit a read can reach here: plain Fastify running the project's own single-employee SQL
@@ -55,9 +55,9 @@ async function run(backend: Backend) {
     return [
       [backend, 'reference: Fastify + the same SQL, prepared', plain.requestsPerSecond, plain.p50, plain.p99, plain.errors],
       [backend, 'project: GET /v4/employees/{id}', project.requestsPerSecond, project.p50, project.p99, project.errors],
-      [backend, 'ratio project ÷ reference', (project.requestsPerSecond / plain.requestsPerSecond).toFixed(2), '', '', ''],
+      [backend, 'ratio project ÷ reference', pairedRatio(project, plain), '', '', ''],
       [backend, 'project at LOG_LEVEL=info (lines to /dev/null)', logged.requestsPerSecond, logged.p50, logged.p99, logged.errors],
-      [backend, 'ratio project at info ÷ reference', (logged.requestsPerSecond / plain.requestsPerSecond).toFixed(2), '', '', ''],
+      [backend, 'ratio project at info ÷ reference', pairedRatio(logged, plain), '', '', ''],
     ];
   } finally {
     await reference.close();
@@ -70,5 +70,6 @@ async function run(backend: Backend) {
 await benchEachBackend('reference', ['store', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
   `autocannon in a separate process, 10 connections, ${SECONDS} s per run, on loopback; the project silent, then at the default log level with its lines written to /dev/null.`,
   ROUNDS_NOTE,
+  PAIRED_RATIO_NOTE,
   'Target (issue 10): the project ≥ 0.8× the reference on PostgreSQL and on PGlite.',
 ]);
