@@ -15,7 +15,7 @@ import { resolveLegacyKey, type LegacyKeyResolution } from './legacy-keys.js';
 import { entryMatches, scopeEntryFor, type LookupTopic, type Route } from './mappings.js';
 import { shadowCheckOf } from './shadow-check.js';
 import { Translation, type Doc, type SharedLookup } from './translate.js';
-import { inProcessV4Client, type V4Client } from './v4-client.js';
+import { inProcessV4, type V4Client } from './v4-client.js';
 
 /*
  * The v2 API, served from the maps: every route of mappings/v2-routes.yaml is translated to v4
@@ -190,7 +190,7 @@ async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest
   }
 }
 
-export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = (id) => inProcessV4Client(core, id)): void {
+export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = inProcessV4(core)): void {
   const { sunset, scopes } = core.mappings;
   // Disabling a key, or revoking its bridge key or user, drops the cache on every instance (see ChangeFeed).
   const legacyKeys: LegacyKeyCache = new TopicCache(core.changes, 'credentials');

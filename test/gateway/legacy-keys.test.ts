@@ -195,6 +195,24 @@ describe.each(backends())('legacy keys [%s]', (backend) => {
     await expect(disableLegacyKey(t.core, 'lk_missing')).rejects.toMatchObject({ status: 404 });
   });
 
+  it('keeps the bridge principal between v2 calls only until the bridge changes: the next call is refused', async () => {
+    const created = await createLegacyKey(t.core, mappings, { companyId: t.demo.companies.acme, name: 'Kept bridge', scopes: ['api.teams.getAll'] });
+    const v2 = client(t.app, created.rawKey!);
+    // The second call is served with the principal kept from the first.
+    for (let i = 0; i < 2; i++) expect((await v2.get('/v2/teams')).status).toBe(200);
+    await t.core.db.query(sql`UPDATE users SET disabled_at = now() WHERE id = ${created.bridgeUserId}`);
+    const disabledUser = await v2.get('/v2/teams');
+    expect(disabledUser.status).toBe(401);
+    expect(disabledUser.body.error.code).toBe('user_disabled');
+
+    await t.core.db.query(sql`UPDATE users SET disabled_at = NULL WHERE id = ${created.bridgeUserId}`);
+    expect((await v2.get('/v2/teams')).status).toBe(200);
+    await t.core.db.query(sql`UPDATE api_keys SET capabilities = '{}' WHERE id = ${created.bridgeKeyId}`);
+    const narrowed = await v2.get('/v2/teams');
+    expect(narrowed.status).toBe(403);
+    expect(narrowed.body.error.code).toBe('missing_capability');
+  });
+
   it('lists keys by company', async () => {
     const globex = await listLegacyKeys(t.core, { companyIds: [t.demo.companies.globex] });
     expect(globex.length).toBeGreaterThan(0);

@@ -18,7 +18,7 @@ describe('move_out_of spreads only the fields the maps list', () => {
   it('spreads the address fields of deliveryAddress onto the employee, leaving the v2 document as sent', async () => {
     const sent = { id: 'emp_1', deliveryAddress: { city: 'Potsdam', country: 'DE' } };
     const { input } = await translation().request(request, sent);
-    expect(input).toEqual({ id: 'emp_1', city: 'Potsdam', country: 'DE' });
+    expect(input).toStrictEqual({ id: 'emp_1', city: 'Potsdam', country: 'DE' });
     expect(sent).toStrictEqual({ id: 'emp_1', deliveryAddress: { city: 'Potsdam', country: 'DE' } });
   });
 

@@ -10,7 +10,7 @@ import { createLegacyKey, disableLegacyKey, legacyKeyUsage, resolveLegacyKey } f
 import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
 import { routeAnchor } from '../../src/gateway/migration-guide.js';
 import { registerV2Routes } from '../../src/gateway/v2-routes.js';
-import { inProcessV4Client } from '../../src/gateway/v4-client.js';
+import { inProcessV4 } from '../../src/gateway/v4-client.js';
 import { baseApp } from '../../src/http/app.js';
 import { registerRestRoutes } from '../../src/http/rest.js';
 import { MAX_PAGE_SIZE } from '../../src/operations/common.js';
@@ -65,7 +65,8 @@ async function startGateway(
     // The service's routes as buildApp registers them (docs aside), on the test's core.
     const app = baseApp(t.core);
     registerRestRoutes(app, t.core);
-    registerV2Routes(app, t.core, (requestId) => recorder.wrap(inProcessV4Client(t.core, requestId)));
+    const v4For = inProcessV4(t.core);
+    registerV2Routes(app, t.core, (requestId) => recorder.wrap(v4For(requestId)));
     await app.ready();
     return { app, core: t.core, close: () => app.close() };
   }
