@@ -120,11 +120,13 @@ async function run(backend: Backend) {
 
     const legacyHeaders = { 'x-api-key': legacy.rawKey! };
     const v4Headers = { 'x-api-key': v4Key };
+    // Each ratio's two rows are measured back to back (v2 and direct v4, then the proxies): the
+    // machine's speed drifts within seconds, and rows further apart in a round drifted apart.
     const targets: Record<string, LoadTarget> = {
       v2: { url: `${server.baseUrl}/v2/employees/${id}`, headers: legacyHeaders },
-      viaNginx: { url: `${nginx.url}/v4/employees/${id}`, headers: v4Headers },
-      plain: { url: `${proxyUrl}/v4/employees/${id}`, headers: v4Headers },
       direct: { url: `${server.baseUrl}/v4/employees/${id}`, headers: v4Headers },
+      plain: { url: `${proxyUrl}/v4/employees/${id}`, headers: v4Headers },
+      viaNginx: { url: `${nginx.url}/v4/employees/${id}`, headers: v4Headers },
     };
     if (apart) targets.v2Apart = { url: `${apart.url}/v2/employees/${id}`, headers: legacyHeaders };
     const measured = await measureRounds(targets, SECONDS);
