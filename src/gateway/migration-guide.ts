@@ -5,7 +5,7 @@ import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { z } from 'zod';
 import { MappingError, pathParams, ROUTES_FILE, scopeEntryFor, type Mappings, type Route, type ScopeStatus, type Transform } from './mappings.js';
-import { applyLocal, type Doc } from './translate.js';
+import { applyLocal, splitFollowUp, type Doc, type FollowUp } from './translate.js';
 
 /*
  * The v2 → v4 migration guide, derived from the maps: for every v2 endpoint the v4 calls that
@@ -283,7 +283,7 @@ function exampleOf(route: Route, prefix: string): GuideExample | undefined {
 
   // The request transforms the gateway runs, with lookups as calls setting a shell variable.
   const lookups: ExampleCall[] = [];
-  const followUps: { operation: string; idFrom: string; fields: Doc }[] = [];
+  const followUps: FollowUp[] = [];
   let doc: Doc = example;
   for (const t of route.request) {
     if (t.op === 'lookup') {
@@ -298,9 +298,9 @@ function exampleOf(route: Route, prefix: string): GuideExample | undefined {
       }
       doc = { ...rest, [t.to]: `$${variable}` };
     } else if (t.op === 'follow_up') {
-      const held = t.fields.filter((field) => doc[field] !== undefined);
-      if (held.length > 0) followUps.push({ operation: t.operation, idFrom: t.id_from, fields: Object.fromEntries(held.map((field) => [field, doc[field]])) });
-      doc = Object.fromEntries(Object.entries(doc).filter(([field]) => !held.includes(field)));
+      const { rest, followUp } = splitFollowUp(doc, t);
+      if (followUp) followUps.push(followUp);
+      doc = rest;
     } else if (t.op !== 'unwrap_list') {
       try {
         doc = applyLocal(t, doc);

@@ -53,12 +53,12 @@ function fieldError(field: string, rule: string, message: string): AppError {
  */
 const ownCopy = (doc: Doc): Doc => Object.assign({}, doc);
 
-/** `doc` less its removed (undefined) fields, as a fresh object in the same order. */
-function withoutRemoved(doc: Doc): Doc {
+/** `doc` less its removed (undefined) fields and those `drop` names, as a fresh object in the same order. */
+function withoutRemoved(doc: Doc, drop: readonly string[] = []): Doc {
   const kept: Doc = {};
   for (const key of Object.keys(doc)) {
     const value = doc[key];
-    if (value !== undefined) kept[key] = value;
+    if (value !== undefined && !drop.includes(key)) kept[key] = value;
   }
   return kept;
 }
@@ -128,6 +128,17 @@ function refuse(doc: Doc, { field, equals, status, message }: Op<'refuse'>): Doc
   const value = doc[field];
   if (value === undefined || (equals !== undefined && String(value) !== equals)) return doc;
   throw new AppError(status, 'unsupported_in_v2_gateway', message, [{ field, rule: 'refused', message }]);
+}
+
+/**
+ * `doc` split by a follow_up: the fields of `t.fields` it holds go to a second call (none when it
+ * holds none), the rest stays in a fresh document. The guide shows the same split as the gateway runs.
+ */
+export function splitFollowUp(doc: Doc, t: Op<'follow_up'>): { rest: Doc; followUp?: FollowUp } {
+  const held = t.fields.filter((field) => doc[field] !== undefined);
+  if (held.length === 0) return { rest: doc };
+  const fields = Object.fromEntries(held.map((field) => [field, doc[field]]));
+  return { rest: withoutRemoved(doc, held), followUp: { operation: t.operation, idFrom: t.id_from, fields } };
 }
 
 /** A transform that needs no v4 call, applied to one document (the migration guide applies them to its examples). */
@@ -208,9 +219,9 @@ export class Translation {
     const followUps: FollowUp[] = [];
     for (const t of transforms) {
       if (t.op === 'follow_up') {
-        const held = t.fields.filter((field) => doc[field] !== undefined);
-        if (held.length > 0) followUps.push({ operation: t.operation, idFrom: t.id_from, fields: Object.fromEntries(held.map((field) => [field, doc[field]])) });
-        for (const field of held) doc[field] = undefined;
+        const { rest, followUp } = splitFollowUp(doc, t);
+        if (followUp) followUps.push(followUp);
+        doc = rest;
       } else if (t.op === 'unwrap_list') {
         throw new Error('unwrap_list applies to a v4 result, not to a request');
       } else {
@@ -243,7 +254,7 @@ export class Translation {
       }
     }
     if (!own) return value;
-    return Array.isArray(value) ? value.map(withoutRemoved) : withoutRemoved(value as Doc);
+    return Array.isArray(value) ? value.map((element: Doc) => withoutRemoved(element)) : withoutRemoved(value as Doc);
   }
 
   /** Applies `t` to `doc`, which must be this translation's own copy. */

@@ -30,7 +30,8 @@ function failure(error: AppError): { status: number; body: V4Envelope } {
  * authenticator keeps its key row: a profile of a v2 read showed the second authentication (hash,
  * constant-time compare, principal) among the largest costs v2 adds. Only a success is kept, so a
  * revoked bridge key or disabled user fails on the next call. Keyed by the bridge key itself, which
- * never comes from a caller, so the lookup reveals nothing.
+ * never comes from a caller, so the lookup reveals nothing. The bridge key's own last use is then
+ * written only on a load; the legacy key's, which the cutover reads, is still recorded per call.
  */
 export function inProcessV4(core: Core): (requestId: string) => V4Client {
   const principals = new TopicCache<Principal>(core.changes, 'credentials');
