@@ -168,6 +168,20 @@ function applyToOwn(t: LocalTransform, doc: Doc): Doc {
   }
 }
 
+/** Per lookup transform: whether it gets its record by `match` (else it searches the list). */
+const lookupReadsByGet = new WeakMap<Op<'lookup'>, boolean>();
+
+/** Decided once per transform: a profile of a v2 read showed zod's instanceof check per call. */
+function readsByGet(t: Op<'lookup'>): boolean {
+  let byGet = lookupReadsByGet.get(t);
+  if (byGet === undefined) {
+    const input = domainOperationByName(t.operation)?.input;
+    byGet = input instanceof z.ZodObject && t.match in input.shape;
+    lookupReadsByGet.set(t, byGet);
+  }
+  return byGet;
+}
+
 /** The key of an operation's list envelope that holds the records (`teams`, `employees`, …). */
 function listKeyOf(operation: string): string {
   const output = domainOperationByName(operation)?.output;
@@ -263,18 +277,26 @@ export class Translation {
   }
 
   /** Replaces `from` by `to`; null stays null (no team). Unknown in a get is the v4 404; unknown in a list is null. */
-  private lookup(doc: Doc, { from, to, operation, match, take, reuse_until_changed }: Op<'lookup'>): Eventually<Doc> {
+  private lookup(doc: Doc, t: Op<'lookup'>): Eventually<Doc> {
+    const { from, to, operation, match, take, reuse_until_changed } = t;
     const value = doc[from];
     if (value === undefined) return doc;
     if (value === null) return replaceField(doc, from, to, null);
-    const op = domainOperationByName(operation);
-    const byGet = op?.input instanceof z.ZodObject && match in op.input.shape;
     const shared = reuse_until_changed === undefined ? undefined : this.shared;
     const cached = (key: string, load: () => Promise<unknown>) => this.cached(key, shared ? () => shared(reuse_until_changed!, key, load) : load);
-    const record = byGet
+    const record = readsByGet(t)
       ? cached(`${operation}:${match}:${String(value)}`, () => this.call(operation, { [match]: value }))
-      : then(cached(operation, () => this.walkList(operation, {}, listKeyOf(operation))), (all) => (all as Doc[]).find((element) => element[match] === value));
+      : then(cached(`${operation}:${match}`, () => this.indexedList(operation, match)), (index) => (index as Map<unknown, Doc>).get(value));
     return then(record, (found) => replaceField(doc, from, to, isJsonObject(found) ? (found[take] ?? null) : null));
+  }
+
+  /** Every record of the list by its `match` field, the first of each value: a v2 list looks up every record. */
+  private async indexedList(operation: string, match: string): Promise<Map<unknown, Doc>> {
+    const index = new Map<unknown, Doc>();
+    for (const record of await this.walkList(operation, {}, listKeyOf(operation))) {
+      if (!index.has(record[match])) index.set(record[match], record);
+    }
+    return index;
   }
 
   private cached(key: string, load: () => Eventually<unknown>): Eventually<unknown> {
