@@ -2,7 +2,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import type autocannon from 'autocannon';
@@ -130,9 +130,29 @@ export interface Measurement {
   /** Mean latency in ms, to two decimals: p50 and p99 come in whole milliseconds. */
   mean: number;
   errors: number;
+  /**
+   * CPU time of this process (the servers it runs; on PGlite the database too) per request answered,
+   * in µs: what a request costs the server, which throughput shows only when the server is the bottleneck.
+   */
+  cpuMicrosPerRequest: number;
 }
 
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+
+/**
+ * BENCH_PIN=1: this process (the servers) on the last CPU, the load generators on the others, as a
+ * server with a core of its own; PostgreSQL runs where the kernel puts it. Unpinned, the load
+ * generator shares the server's cores and caches, and a path touching more memory pays more for it.
+ */
+export const PINNED = process.env.BENCH_PIN === '1';
+const lastCpu = cpus().length - 1;
+if (PINNED) {
+  if (lastCpu < 1) throw new Error('BENCH_PIN needs at least two CPUs');
+  execFileSync('taskset', ['-a', '-p', '-c', String(lastCpu), String(process.pid)], { stdio: 'ignore' });
+}
+/** A command to start apart from the servers (a load generator, a proxy of its own): on the other CPUs when pinned. */
+export const apartFromServers = (command: string, args: string[]): [string, string[]] =>
+  PINNED ? ['taskset', ['-c', `0-${lastCpu - 1}`, command, ...args]] : [command, args];
 
 /** Unmeasured load before a URL's first row, so no row pays the JIT's warm-up of the code it is the first to run. */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
@@ -153,21 +173,23 @@ export async function measure(
   const postArgs = post ? ['-m', 'POST', '-b', post.body] : [];
   const run = async (duration: number) => {
     const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [AUTOCANNON, '--json', '-c', String(connections), '-d', String(duration), ...headerArgs, ...postArgs, url],
+      ...apartFromServers(process.execPath, [AUTOCANNON, '--json', '-c', String(connections), '-d', String(duration), ...headerArgs, ...postArgs, url]),
       { maxBuffer: 16 * 1024 * 1024 },
     );
     return JSON.parse(stdout) as autocannon.Result;
   };
   if (WARMUP_SECONDS > 0 && !warmed.has(url)) await run(WARMUP_SECONDS);
   warmed.add(url);
+  const cpuBefore = process.cpuUsage();
   const result = await run(seconds);
+  const cpu = process.cpuUsage(cpuBefore);
   return {
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,
     p99: result.latency.p99,
     mean: result.latency.average,
     errors: result.errors + result.non2xx,
+    cpuMicrosPerRequest: Math.round((cpu.user + cpu.system) / Math.max(1, result.requests.total)),
   };
 }
 
@@ -199,14 +221,23 @@ export async function measureRounds<K extends string>(targets: Record<K, LoadTar
       ...sorted[Math.floor((sorted.length - 1) / 2)]!,
       errors: all.reduce((sum, run) => sum + run.errors, 0),
       perRound: all.map((run) => run.requestsPerSecond),
+      cpuPerRound: all.map((run) => run.cpuMicrosPerRequest),
     };
   };
   return Object.fromEntries(names.map((name) => [name, median(runs.get(name)!)])) as Record<K, RoundsMeasurement>;
 }
 
-/** A row of measureRounds: its median run, and the req/s of every round, in order. */
+/** A row of measureRounds: its median run, and the req/s and CPU µs per request of every round, in order. */
 export interface RoundsMeasurement extends Measurement {
   perRound: number[];
+  cpuPerRound: number[];
+}
+
+/** The median of per-round ratios, then their range in brackets. */
+function medianWithRange(ratios: number[]): string {
+  const sorted = [...ratios].sort((x, y) => x - y);
+  const middle = sorted[Math.floor((sorted.length - 1) / 2)]!;
+  return `${middle.toFixed(2)} (${sorted[0]!.toFixed(2)}–${sorted.at(-1)!.toFixed(2)})`;
 }
 
 /**
@@ -215,9 +246,15 @@ export interface RoundsMeasurement extends Measurement {
  * bare route's throughput halved within one session here), which a ratio of two medians does not.
  */
 export function pairedRatio(a: RoundsMeasurement, b: RoundsMeasurement): string {
-  const ratios = a.perRound.map((rps, round) => rps / b.perRound[round]!).sort((x, y) => x - y);
-  const middle = ratios[Math.floor((ratios.length - 1) / 2)]!;
-  return `${middle.toFixed(2)} (${ratios[0]!.toFixed(2)}–${ratios.at(-1)!.toFixed(2)})`;
+  return medianWithRange(a.perRound.map((rps, round) => rps / b.perRound[round]!));
+}
+
+/**
+ * `a`'s requests per CPU-second of the server over `b`'s (b's CPU per request over a's), paired by
+ * round as pairedRatio: the throughput ratio the two would reach were the server's CPU the only limit.
+ */
+export function capacityRatio(a: RoundsMeasurement, b: RoundsMeasurement): string {
+  return medianWithRange(a.cpuPerRound.map((cpu, round) => b.cpuPerRound[round]! / cpu));
 }
 
 /** How the rows of measureRounds were chosen, for a benchmark's notes. */
@@ -225,6 +262,10 @@ export const ROUNDS_NOTE = `Each row: the median-throughput run of ${ROUNDS} rou
 
 /** How pairedRatio's figures read, for the notes of a benchmark that quotes them. */
 export const PAIRED_RATIO_NOTE = `A ratio (pairedRatio): the median of its ${ROUNDS} ratios within a round, then their range in brackets; rows of one round run back to back.`;
+
+/** How capacityRatio's figures read, for the notes of a benchmark that quotes them. */
+export const CAPACITY_RATIO_NOTE =
+  'A capacity ratio (capacityRatio): the second row’s server CPU per request over the first’s, paired by round like a throughput ratio; the throughput ratio they would reach if the server’s CPU were all that limited them. CPU µs/req: this process’s CPU time (user and system) over the requests answered.';
 
 export function machine(): string {
   const cpu = cpus();
@@ -248,7 +289,18 @@ async function machineSpeed(): Promise<number> {
   }
 }
 
-/** Writes bench/results/<name>.md, headed by the command, the machine and its speed measured after the run. */
+/** The BENCH_ settings of this run as they would be typed before its command, so the line reruns it. */
+const benchSettings = () =>
+  Object.entries(process.env)
+    .filter(([name]) => name.startsWith('BENCH_'))
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, value]) => `${name}=${value} `)
+    .join('');
+
+/** A pinned run's results sit beside the unpinned ones, not over them. */
+const resultsName = (name: string) => (PINNED ? `${name}-pinned` : name);
+
+/** Writes bench/results/<name>.md (<name>-pinned.md when pinned), headed by the command, the machine and its speed measured after the run. */
 export async function writeResults(name: string, command: string, header: string[], rows: Array<Array<string | number>>, notes: string[] = []): Promise<string> {
   const speed = await machineSpeed();
   const table = [
@@ -257,10 +309,11 @@ export async function writeResults(name: string, command: string, header: string
     ...rows.map((r) => `| ${r.join(' | ')} |`),
   ].join('\n');
   const text = [
-    `# ${name}`,
+    `# ${resultsName(name)}`,
     '',
-    `- Command: \`${command}\``,
+    `- Command: \`${benchSettings()}${command}\``,
     `- Machine: ${machine()}`,
+    `- Placement: ${PINNED ? `BENCH_PIN=1, the servers on CPU ${lastCpu}, the load generators on the others, PostgreSQL unpinned` : 'unpinned: servers, load generators and PostgreSQL share every CPU'}`,
     `- Machine speed: ${speed} req/s from a bare Fastify route answering constant JSON (10 connections, median of three 3 s runs after the benchmark)`,
     `- Date: ${new Date().toISOString().slice(0, 10)}`,
     '',
@@ -269,7 +322,7 @@ export async function writeResults(name: string, command: string, header: string
     ...notes,
     '',
   ].join('\n');
-  writeFileSync(new URL(`./results/${name}.md`, import.meta.url), text);
+  writeFileSync(new URL(`./results/${resultsName(name)}.md`, import.meta.url), text);
   return text;
 }
 
@@ -297,7 +350,7 @@ export async function benchEachBackend(
 export async function postLoop(url: string, headers: Record<string, string>, bodies: unknown[], seconds: number): Promise<Measurement> {
   const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'spec.json');
   writeFileSync(file, JSON.stringify({ url, headers, bodies, seconds, connections: 10 }));
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', new URL('./workers/post-loop.ts', import.meta.url).pathname, file], {
+  const { stdout } = await promisify(execFile)(...apartFromServers(process.execPath, ['--import', 'tsx', new URL('./workers/post-loop.ts', import.meta.url).pathname, file]), {
     maxBuffer: 16 * 1024 * 1024,
   });
   const result = JSON.parse(stdout) as Measurement & { exhausted: boolean };

@@ -19,14 +19,13 @@ for (const name of wanted.length > 0 ? wanted : available) {
   await import(`./${name}.ts`);
 }
 
-// Each result file opens with `# name`; in RESULTS.md it is a section under one heading.
-const sections = available.flatMap((name) => {
-  try {
-    return [readFileSync(new URL(`./results/${name}.md`, import.meta.url), 'utf8').trim().replace(/^# /, '## ')];
-  } catch {
-    return [];
-  }
-});
+// Each result file opens with `# name`; in RESULTS.md it is a section under one heading. A pinned
+// run (BENCH_PIN=1) writes <name>-pinned.md, which follows its benchmark's section.
+const sections = readdirSync(new URL('./results/', import.meta.url))
+  .filter((file) => file.endsWith('.md'))
+  .map((file) => file.slice(0, -'.md'.length))
+  .sort()
+  .map((name) => readFileSync(new URL(`./results/${name}.md`, import.meta.url), 'utf8').trim().replace(/^# /, '## '));
 writeFileSync(
   new URL('./RESULTS.md', import.meta.url),
   [
