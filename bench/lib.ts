@@ -289,12 +289,24 @@ async function machineSpeed(): Promise<number> {
   }
 }
 
+/** A setting as a results file may show it: a URL without its password (BENCH_DATABASE_URL may hold one). */
+function shownSetting(value: string): string {
+  if (!value.includes('://')) return value;
+  try {
+    const url = new URL(value);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '***';
+  }
+}
+
 /** The BENCH_ settings of this run as they would be typed before its command, so the line reruns it. */
-const benchSettings = () =>
-  Object.entries(process.env)
+export const benchSettings = (env: NodeJS.ProcessEnv = process.env) =>
+  Object.entries(env)
     .filter(([name]) => name.startsWith('BENCH_'))
     .sort(([a], [b]) => a.localeCompare(b))
-    .map(([name, value]) => `${name}=${value} `)
+    .map(([name, value]) => `${name}=${shownSetting(value ?? '')} `)
     .join('');
 
 /** A pinned run's results sit beside the unpinned ones, not over them. */
