@@ -1,7 +1,7 @@
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFile, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
@@ -131,8 +131,9 @@ export interface Measurement {
   mean: number;
   errors: number;
   /**
-   * CPU time of this process (the servers it runs; on PGlite the database too) per request answered,
-   * in µs: what a request costs the server, which throughput shows only when the server is the bottleneck.
+   * CPU time of this process per request answered, in µs: what a request costs the servers this process
+   * runs (on PGlite the database too), which throughput shows only when the server is the bottleneck.
+   * Meaningless where the server is another process (soak) or where loads overlap.
    */
   cpuMicrosPerRequest: number;
 }
@@ -144,15 +145,29 @@ const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon
  * server with a core of its own; PostgreSQL runs where the kernel puts it. Unpinned, the load
  * generator shares the server's cores and caches, and a path touching more memory pays more for it.
  */
-export const PINNED = process.env.BENCH_PIN === '1';
-const lastCpu = cpus().length - 1;
-if (PINNED) {
-  if (lastCpu < 1) throw new Error('BENCH_PIN needs at least two CPUs');
-  execFileSync('taskset', ['-a', '-p', '-c', String(lastCpu), String(process.pid)], { stdio: 'ignore' });
+const PINNED = process.env.BENCH_PIN === '1';
+
+/** The CPUs this process may run on, from the kernel (a container may allow fewer, or others, than cpus() lists). */
+function allowedCpus(): number[] {
+  const list = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
+  return list.split(',').flatMap((range) => {
+    const [first, last = first] = range.split('-').map(Number);
+    return first === undefined || Number.isNaN(first) ? [] : Array.from({ length: last! - first + 1 }, (_, i) => first + i);
+  });
 }
+
+const placement = (() => {
+  if (!PINNED) return undefined;
+  const cpuIds = allowedCpus();
+  const server = cpuIds.at(-1);
+  if (server === undefined || cpuIds.length < 2) throw new Error(`BENCH_PIN needs at least two CPUs; this process may use ${cpuIds.join(',') || 'none'}`);
+  execFileSync('taskset', ['-a', '-p', '-c', String(server), String(process.pid)], { stdio: ['ignore', 'ignore', 'inherit'] });
+  return { server, apart: cpuIds.slice(0, -1).join(',') };
+})();
+
 /** A command to start apart from the servers (a load generator, a proxy of its own): on the other CPUs when pinned. */
 export const apartFromServers = (command: string, args: string[]): [string, string[]] =>
-  PINNED ? ['taskset', ['-c', `0-${lastCpu - 1}`, command, ...args]] : [command, args];
+  placement ? ['taskset', ['-c', placement.apart, command, ...args]] : [command, args];
 
 /** Unmeasured load before a URL's first row, so no row pays the JIT's warm-up of the code it is the first to run. */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
@@ -289,19 +304,23 @@ async function machineSpeed(): Promise<number> {
   }
 }
 
-/** A setting as a results file may show it: a URL without its password (BENCH_DATABASE_URL may hold one). */
+/**
+ * A setting as a results file may show it: a URL without its passwords (BENCH_DATABASE_URL may hold one,
+ * after the user or as node-postgres's `password` and `sslpassword` parameters).
+ */
 function shownSetting(value: string): string {
   if (!value.includes('://')) return value;
   try {
     const url = new URL(value);
     if (url.password) url.password = '***';
+    for (const name of [...url.searchParams.keys()]) if (/password/i.test(name)) url.searchParams.set(name, '***');
     return url.toString();
   } catch {
     return '***';
   }
 }
 
-/** The BENCH_ settings of this run as they would be typed before its command, so the line reruns it. */
+/** The BENCH_ settings of this run as they would be typed before its command (a password shown as ***). */
 export const benchSettings = (env: NodeJS.ProcessEnv = process.env) =>
   Object.entries(env)
     .filter(([name]) => name.startsWith('BENCH_'))
@@ -325,7 +344,7 @@ export async function writeResults(name: string, command: string, header: string
     '',
     `- Command: \`${benchSettings()}${command}\``,
     `- Machine: ${machine()}`,
-    `- Placement: ${PINNED ? `BENCH_PIN=1, the servers on CPU ${lastCpu}, the load generators on the others, PostgreSQL unpinned` : 'unpinned: servers, load generators and PostgreSQL share every CPU'}`,
+    `- Placement: ${placement ? `BENCH_PIN=1, the servers on CPU ${placement.server}, the load generators on CPUs ${placement.apart}, PostgreSQL unpinned; the machine speed below measured so too` : 'unpinned: servers, load generators and PostgreSQL share every CPU'}`,
     `- Machine speed: ${speed} req/s from a bare Fastify route answering constant JSON (10 connections, median of three 3 s runs after the benchmark)`,
     `- Date: ${new Date().toISOString().slice(0, 10)}`,
     '',
@@ -362,10 +381,12 @@ export async function benchEachBackend(
 export async function postLoop(url: string, headers: Record<string, string>, bodies: unknown[], seconds: number): Promise<Measurement> {
   const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'spec.json');
   writeFileSync(file, JSON.stringify({ url, headers, bodies, seconds, connections: 10 }));
+  const cpuBefore = process.cpuUsage();
   const { stdout } = await promisify(execFile)(...apartFromServers(process.execPath, ['--import', 'tsx', new URL('./workers/post-loop.ts', import.meta.url).pathname, file]), {
     maxBuffer: 16 * 1024 * 1024,
   });
-  const result = JSON.parse(stdout) as Measurement & { exhausted: boolean };
-  if (result.exhausted) throw new Error('the load used every body before its time was up: give it more bodies');
-  return result;
+  const cpu = process.cpuUsage(cpuBefore);
+  const { exhausted, requests, ...result } = JSON.parse(stdout) as Omit<Measurement, 'cpuMicrosPerRequest'> & { exhausted: boolean; requests: number };
+  if (exhausted) throw new Error('the load used every body before its time was up: give it more bodies');
+  return { ...result, cpuMicrosPerRequest: Math.round((cpu.user + cpu.system) / Math.max(1, requests)) };
 }

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { machine } from './lib.js';
 
 /**
@@ -21,11 +21,11 @@ for (const name of wanted.length > 0 ? wanted : available) {
 
 // Each result file opens with `# name`; in RESULTS.md it is a section under one heading. A pinned
 // run (BENCH_PIN=1) writes <name>-pinned.md, which follows its benchmark's section.
-const sections = readdirSync(new URL('./results/', import.meta.url))
-  .filter((file) => file.endsWith('.md'))
-  .map((file) => file.slice(0, -'.md'.length))
-  .sort()
-  .map((name) => readFileSync(new URL(`./results/${name}.md`, import.meta.url), 'utf8').trim().replace(/^# /, '## '));
+const sections = available
+  .flatMap((name) => [name, `${name}-pinned`])
+  .map((name) => new URL(`./results/${name}.md`, import.meta.url))
+  .filter((file) => existsSync(file))
+  .map((file) => readFileSync(file, 'utf8').trim().replace(/^# /, '## '));
 writeFileSync(
   new URL('./RESULTS.md', import.meta.url),
   [

@@ -12,5 +12,9 @@ describe('the settings a results file names', () => {
     expect(shown).not.toContain('s3cret-pw');
     expect(shown).toBe('BENCH_DATABASE_URL=postgres://bench:***@db.internal:5432/test ');
     expect(benchSettings({ BENCH_DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' })).toBe('BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test ');
+    // node-postgres also reads passwords from the query string.
+    const inQuery = benchSettings({ BENCH_DATABASE_URL: 'postgres://bench@db/test?password=pw-one&sslpassword=pw-two&sslmode=require' });
+    expect(inQuery).not.toMatch(/pw-one|pw-two/);
+    expect(inQuery).toContain('sslmode=require');
   });
 });

@@ -107,6 +107,19 @@ describe('lookups reused across requests', () => {
     expect(v4.calls).toEqual(['list_teams']);
   });
 
+  it('takes the first listed record of a name, as a search of the list in order does', async () => {
+    const twice = async () => ({
+      teams: [
+        { id: 'team_1', name: 'Engineering' },
+        { id: 'team_2', name: 'Engineering' },
+        { id: 'team_3', name: 'Sales' },
+      ],
+      totalCount: 3,
+    });
+    const v2 = await new Translation(twice, 100).response(list.response, page, { operation: list.operation, input: {} });
+    expect((v2 as Array<{ teamId: unknown }>).map((employee) => employee.teamId)).toEqual(['team_1', null, 'team_3', null]);
+  });
+
   it('keeps a failed lookup a failure, with the v4 status, and caches nothing for it', async () => {
     const patch = mappings.routes.find((r) => r.method === 'PATCH' && r.path === '/employees/:id');
     if (patch?.kind !== 'v4') throw new Error('the maps lost PATCH /employees/:id');
