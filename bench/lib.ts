@@ -140,13 +140,6 @@ export interface Measurement {
 
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
-/**
- * BENCH_PIN=1: this process (the servers) on the last CPU, the load generators on the others, as a
- * server with a core of its own; PostgreSQL runs where the kernel puts it. Unpinned, the load
- * generator shares the server's cores and caches, and a path touching more memory pays more for it.
- */
-const PINNED = process.env.BENCH_PIN === '1';
-
 /** The CPUs this process may run on, from the kernel (a container may allow fewer, or others, than cpus() lists). */
 function allowedCpus(): number[] {
   const list = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
@@ -156,8 +149,13 @@ function allowedCpus(): number[] {
   });
 }
 
+/**
+ * BENCH_PIN=1: this process (the servers) on the last CPU, the load generators on the others, as a
+ * server with a core of its own; PostgreSQL runs where the kernel puts it. Unpinned, the load
+ * generator shares the server's cores and caches, and a path touching more memory pays more for it.
+ */
 const placement = (() => {
-  if (!PINNED) return undefined;
+  if (process.env.BENCH_PIN !== '1') return undefined;
   const cpuIds = allowedCpus();
   const server = cpuIds.at(-1);
   if (server === undefined || cpuIds.length < 2) throw new Error(`BENCH_PIN needs at least two CPUs; this process may use ${cpuIds.join(',') || 'none'}`);
@@ -168,6 +166,12 @@ const placement = (() => {
 /** A command to start apart from the servers (a load generator, a proxy of its own): on the other CPUs when pinned. */
 export const apartFromServers = (command: string, args: string[]): [string, string[]] =>
   placement ? ['taskset', ['-c', placement.apart, command, ...args]] : [command, args];
+
+/** This process's CPU time since `before` per request answered, in µs (see Measurement). */
+function cpuMicrosPerRequest(before: NodeJS.CpuUsage, requests: number): number {
+  const { user, system } = process.cpuUsage(before);
+  return Math.round((user + system) / Math.max(1, requests));
+}
 
 /** Unmeasured load before a URL's first row, so no row pays the JIT's warm-up of the code it is the first to run. */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
@@ -197,14 +201,13 @@ export async function measure(
   warmed.add(url);
   const cpuBefore = process.cpuUsage();
   const result = await run(seconds);
-  const cpu = process.cpuUsage(cpuBefore);
   return {
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,
     p99: result.latency.p99,
     mean: result.latency.average,
     errors: result.errors + result.non2xx,
-    cpuMicrosPerRequest: Math.round((cpu.user + cpu.system) / Math.max(1, result.requests.total)),
+    cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, result.requests.total),
   };
 }
 
@@ -329,7 +332,7 @@ export const benchSettings = (env: NodeJS.ProcessEnv = process.env) =>
     .join('');
 
 /** A pinned run's results sit beside the unpinned ones, not over them. */
-const resultsName = (name: string) => (PINNED ? `${name}-pinned` : name);
+const resultsName = (name: string) => (placement ? `${name}-pinned` : name);
 
 /** Writes bench/results/<name>.md (<name>-pinned.md when pinned), headed by the command, the machine and its speed measured after the run. */
 export async function writeResults(name: string, command: string, header: string[], rows: Array<Array<string | number>>, notes: string[] = []): Promise<string> {
@@ -385,8 +388,7 @@ export async function postLoop(url: string, headers: Record<string, string>, bod
   const { stdout } = await promisify(execFile)(...apartFromServers(process.execPath, ['--import', 'tsx', new URL('./workers/post-loop.ts', import.meta.url).pathname, file]), {
     maxBuffer: 16 * 1024 * 1024,
   });
-  const cpu = process.cpuUsage(cpuBefore);
   const { exhausted, requests, ...result } = JSON.parse(stdout) as Omit<Measurement, 'cpuMicrosPerRequest'> & { exhausted: boolean; requests: number };
   if (exhausted) throw new Error('the load used every body before its time was up: give it more bodies');
-  return { ...result, cpuMicrosPerRequest: Math.round((cpu.user + cpu.system) / Math.max(1, requests)) };
+  return { ...result, cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, requests) };
 }
