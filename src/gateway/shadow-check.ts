@@ -149,9 +149,10 @@ export class ShadowCheck {
 
   /**
    * Serves a translated v2 call; when it is a sampled GET, keeps what the caller gets for the
-   * comparison that `afterAnswer` starts. Writes are never mirrored.
+   * comparison that `afterAnswer` starts. Writes are never mirrored. Not async: an unsampled call,
+   * nearly every one, gets `serve`'s own promise, without a layer around it.
    */
-  async translated<T extends { body: unknown }>(request: FastifyRequest, target: ShadowTarget, serve: () => Promise<T>): Promise<T> {
+  translated<T extends { body: unknown }>(request: FastifyRequest, target: ShadowTarget, serve: () => Promise<T>): Promise<T> {
     const { route, key, legacyUrl } = target;
     if (!this.enabled || legacyUrl === undefined || route.method !== 'GET' || Math.random() >= this.options.sampleRate) return serve();
     const call: PendingCall = {
@@ -165,9 +166,10 @@ export class ShadowCheck {
       path: request.url.split('?')[0]!,
     };
     this.pending.set(request, call);
-    const answer = await serve();
-    call.translated = answer.body;
-    return answer;
+    return serve().then((answer) => {
+      call.translated = answer.body;
+      return answer;
+    });
   }
 
   /** Called once the caller has been answered: starts the legacy call of a sampled request, if a slot is free. */

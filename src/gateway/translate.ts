@@ -40,94 +40,110 @@ function fieldError(field: string, rule: string, message: string): AppError {
 }
 
 /*
- * The transforms below change the document they are given: the Translation hands them its own
- * shallow copy, made once per record. They remove a field by setting it to undefined, which counts
- * as absent, and the Translation drops such fields in one last copy (withoutRemoved). A CPU profile
- * of a v2 read showed why: one copy per transform, or `delete` on the copy (which turns a record
- * into a slow dictionary object), each cost more than the rest of the translation.
+ * The transforms below change the fields they are given: the Translation hands them its own copy of
+ * each record, made once, as a Map. They remove a field by setting it to undefined, which counts as
+ * absent, and the Translation drops such fields when it turns the Map back into a record (toDoc).
+ * CPU profiles of a v2 read showed why: one copy per transform, or `delete`, each cost more than the
+ * rest of the translation; and a plain-object copy of a v4 record (over 16 fields) is a slow
+ * dictionary object to V8, whose reads and writes by name cost the transforms more than a Map's.
  */
+type Fields = Map<string, unknown>;
 
-/**
- * A copy for the transforms to change. Object.assign rather than a spread: adding fields to a
- * spread copy of a database row was several times slower in a micro-benchmark.
- */
-const ownCopy = (doc: Doc): Doc => Object.assign({}, doc);
-
-/** `doc` less its removed (undefined) fields and those `drop` names, as a fresh object in the same order. */
-function withoutRemoved(doc: Doc, drop: readonly string[] = []): Doc {
-  const kept: Doc = {};
-  for (const key of Object.keys(doc)) {
-    const value = doc[key];
-    if (value !== undefined && !drop.includes(key)) kept[key] = value;
-  }
-  return kept;
+/** A copy of `doc` for the transforms to change. */
+function fieldsOf(doc: Doc): Fields {
+  const fields: Fields = new Map();
+  for (const key of Object.keys(doc)) fields.set(key, doc[key]);
+  return fields;
 }
 
-/** `field` removed and `to` set to `value`: last, unless `doc` already has it. */
-function replaceField(doc: Doc, field: string, to: string, value: unknown): Doc {
-  doc[field] = undefined;
-  doc[to] = value;
+/** The record of `fields`, less its removed (undefined) fields, in the same order. */
+function toDoc(fields: Fields): Doc {
+  const doc: Doc = {};
+  fields.forEach((value, key) => {
+    if (value !== undefined) doc[key] = value;
+  });
   return doc;
 }
 
-function rename(doc: Doc, { from, to }: Op<'rename'>): Doc {
-  return doc[from] === undefined ? doc : replaceField(doc, from, to, doc[from]);
+/** `field` removed and `to` set to `value`: last, unless the record already has it. */
+function replaceField(fields: Fields, field: string, to: string, value: unknown): Fields {
+  fields.set(field, undefined);
+  return fields.set(to, value);
 }
 
-function moveInto(doc: Doc, { into, fields, keep }: Op<'move_into'>): Doc {
+function rename(fields: Fields, { from, to }: Op<'rename'>): Fields {
+  const value = fields.get(from);
+  return value === undefined ? fields : replaceField(fields, from, to, value);
+}
+
+function moveInto(fields: Fields, { into, fields: names, keep }: Op<'move_into'>): Fields {
   let moved: Doc | undefined;
-  for (const field of fields) {
-    if (doc[field] === undefined) continue;
-    (moved ??= {})[field] = doc[field];
-    if (!keep.includes(field)) doc[field] = undefined;
+  for (const name of names) {
+    const value = fields.get(name);
+    if (value === undefined) continue;
+    (moved ??= {})[name] = value;
+    if (!keep.includes(name)) fields.set(name, undefined);
   }
-  if (moved) doc[into] = moved;
-  return doc;
+  return moved ? fields.set(into, moved) : fields;
 }
 
-function moveOutOf(doc: Doc, { from, fields }: Op<'move_out_of'>): Doc {
-  const inner = doc[from];
-  if (inner === undefined) return doc;
+function moveOutOf(fields: Fields, { from, fields: names }: Op<'move_out_of'>): Fields {
+  const inner = fields.get(from);
+  if (inner === undefined) return fields;
   if (!isJsonObject(inner)) throw fieldError(from, 'object', 'must be an object');
   // Only the declared fields: anything else would land on the record itself (deliveryAddress.email).
-  const stranger = Object.keys(inner).find((key) => !fields.includes(key));
-  if (stranger !== undefined) throw fieldError(`${from}.${stranger}`, 'unknown_field', `is not one of ${from}'s fields (${fields.join(', ')})`);
-  doc[from] = undefined;
+  const stranger = Object.keys(inner).find((key) => !names.includes(key));
+  if (stranger !== undefined) throw fieldError(`${from}.${stranger}`, 'unknown_field', `is not one of ${from}'s fields (${names.join(', ')})`);
+  fields.set(from, undefined);
   // The sub-object wins over a flat field of the same name: it is where v2 kept the value.
-  return Object.assign(doc, inner);
+  for (const key of Object.keys(inner)) fields.set(key, inner[key]);
+  return fields;
 }
 
-function set(doc: Doc, { field, value, when_present, when_absent }: Op<'set'>): Doc {
-  if (when_present !== undefined && doc[when_present] === undefined) return doc;
-  if (when_absent !== undefined && doc[when_absent] !== undefined) return doc;
-  doc[field] = value;
-  return doc;
+function set(fields: Fields, { field, value, when_present, when_absent }: Op<'set'>): Fields {
+  if (when_present !== undefined && fields.get(when_present) === undefined) return fields;
+  if (when_absent !== undefined && fields.get(when_absent) !== undefined) return fields;
+  return fields.set(field, value);
 }
 
-function pick(doc: Doc, { fields }: Op<'pick'>): Doc {
-  for (const key of Object.keys(doc)) if (!fields.includes(key)) doc[key] = undefined;
-  return doc;
+function pick(fields: Fields, { fields: names }: Op<'pick'>): Fields {
+  for (const key of fields.keys()) if (!names.includes(key)) fields.set(key, undefined);
+  return fields;
 }
 
 /** A sub-object that is absent is not checked: the rule is about its contents when it is sent. */
-function requireFields(doc: Doc, { fields, within, allow_absent }: Op<'require'>): Doc {
-  const target = within === undefined ? doc : doc[within];
-  if (within !== undefined && target === undefined) return doc;
-  if (!isJsonObject(target)) throw fieldError(within ?? '(body)', 'object', 'must be an object');
-  for (const field of fields) {
-    const value = target[field];
-    const path = within === undefined ? field : `${within}.${field}`;
+function requireFields(fields: Fields, { fields: names, within, allow_absent }: Op<'require'>): Fields {
+  const inner = within === undefined ? undefined : fields.get(within);
+  if (within !== undefined) {
+    if (inner === undefined) return fields;
+    if (!isJsonObject(inner)) throw fieldError(within, 'object', 'must be an object');
+  }
+  for (const name of names) {
+    const value = isJsonObject(inner) ? inner[name] : fields.get(name);
+    const path = within === undefined ? name : `${within}.${name}`;
     if (value === null || value === '' || (value === undefined && !allow_absent)) {
       throw fieldError(path, 'required', allow_absent ? 'may be left out, but not cleared' : 'is required');
     }
   }
-  return doc;
+  return fields;
 }
 
-function refuse(doc: Doc, { field, equals, status, message }: Op<'refuse'>): Doc {
-  const value = doc[field];
-  if (value === undefined || (equals !== undefined && String(value) !== equals)) return doc;
+function refuse(fields: Fields, { field, equals, status, message }: Op<'refuse'>): Fields {
+  const value = fields.get(field);
+  if (value === undefined || (equals !== undefined && String(value) !== equals)) return fields;
   throw new AppError(status, 'unsupported_in_v2_gateway', message, [{ field, rule: 'refused', message }]);
+}
+
+/** The fields of `t.fields` that `fields` holds, taken out for a second call; none when it holds none. */
+function holdBack(fields: Fields, t: Op<'follow_up'>): FollowUp | undefined {
+  let held: Doc | undefined;
+  for (const name of t.fields) {
+    const value = fields.get(name);
+    if (value === undefined) continue;
+    (held ??= {})[name] = value;
+    fields.set(name, undefined);
+  }
+  return held && { operation: t.operation, idFrom: t.id_from, fields: held };
 }
 
 /**
@@ -135,10 +151,9 @@ function refuse(doc: Doc, { field, equals, status, message }: Op<'refuse'>): Doc
  * holds none), the rest stays in a fresh document. The guide shows the same split as the gateway runs.
  */
 export function splitFollowUp(doc: Doc, t: Op<'follow_up'>): { rest: Doc; followUp?: FollowUp } {
-  const held = t.fields.filter((field) => doc[field] !== undefined);
-  if (held.length === 0) return { rest: doc };
-  const fields = Object.fromEntries(held.map((field) => [field, doc[field]]));
-  return { rest: withoutRemoved(doc, held), followUp: { operation: t.operation, idFrom: t.id_from, fields } };
+  const fields = fieldsOf(doc);
+  const followUp = holdBack(fields, t);
+  return followUp ? { rest: toDoc(fields), followUp } : { rest: doc };
 }
 
 /** A transform that needs no v4 call, applied to one document (the migration guide applies them to its examples). */
@@ -146,25 +161,25 @@ export type LocalTransform = Exclude<Transform, Op<'lookup'> | Op<'unwrap_list'>
 
 /** `t` applied to a copy of `doc`, which stays as it was. */
 export function applyLocal(t: LocalTransform, doc: Doc): Doc {
-  return withoutRemoved(applyToOwn(t, ownCopy(doc)));
+  return toDoc(applyToOwn(t, fieldsOf(doc)));
 }
 
-function applyToOwn(t: LocalTransform, doc: Doc): Doc {
+function applyToOwn(t: LocalTransform, fields: Fields): Fields {
   switch (t.op) {
     case 'rename':
-      return rename(doc, t);
+      return rename(fields, t);
     case 'move_into':
-      return moveInto(doc, t);
+      return moveInto(fields, t);
     case 'move_out_of':
-      return moveOutOf(doc, t);
+      return moveOutOf(fields, t);
     case 'set':
-      return set(doc, t);
+      return set(fields, t);
     case 'pick':
-      return pick(doc, t);
+      return pick(fields, t);
     case 'require':
-      return requireFields(doc, t);
+      return requireFields(fields, t);
     case 'refuse':
-      return refuse(doc, t);
+      return refuse(fields, t);
   }
 }
 
@@ -229,27 +244,26 @@ export class Translation {
 
   /** The v4 input of a v2 document, and the follow-up calls it needs. */
   async request(transforms: readonly Transform[], document: Doc): Promise<{ input: Doc; followUps: FollowUp[] }> {
-    let doc = ownCopy(document);
+    let fields = fieldsOf(document);
     const followUps: FollowUp[] = [];
     for (const t of transforms) {
       if (t.op === 'follow_up') {
-        const { rest, followUp } = splitFollowUp(doc, t);
+        const followUp = holdBack(fields, t);
         if (followUp) followUps.push(followUp);
-        doc = rest;
       } else if (t.op === 'unwrap_list') {
         throw new Error('unwrap_list applies to a v4 result, not to a request');
       } else {
-        const next = this.apply(t, doc);
-        doc = next instanceof Promise ? await next : next;
+        const next = this.apply(t, fields);
+        fields = next instanceof Promise ? await next : next;
       }
     }
-    return { input: withoutRemoved(doc), followUps };
+    return { input: toDoc(fields), followUps };
   }
 
   /** The v2 answer of a v4 result; `source` is the call that produced it, for walking further pages. */
   async response(transforms: readonly Transform[], result: unknown, source: { operation: string; input: Doc }): Promise<unknown> {
     let value = result;
-    // Whether the records in `value` are this translation's copies, which transforms may change.
+    // Whether `value` holds this translation's copies (Fields, or an array of them), which transforms change.
     let own = false;
     for (const t of transforms) {
       if (t.op === 'unwrap_list') {
@@ -258,36 +272,34 @@ export class Translation {
       } else if (t.op === 'follow_up') {
         throw new Error('follow_up applies to a request, not to a v4 result');
       } else if (Array.isArray(value)) {
-        const applied = value.map((element: Doc) => this.apply(t, own ? element : ownCopy(element)));
+        const applied = value.map((element: unknown) => this.apply(t, own ? (element as Fields) : fieldsOf(element as Doc)));
         value = applied.some((element) => element instanceof Promise) ? await Promise.all(applied) : applied;
         own = true;
-      } else if (isJsonObject(value)) {
-        const next = this.apply(t, own ? value : ownCopy(value));
+      } else if (own || isJsonObject(value)) {
+        const next = this.apply(t, own ? (value as Fields) : fieldsOf(value as Doc));
         value = next instanceof Promise ? await next : next;
         own = true;
       }
     }
     if (!own) return value;
-    return Array.isArray(value) ? value.map((element: Doc) => withoutRemoved(element)) : withoutRemoved(value as Doc);
+    return Array.isArray(value) ? value.map((element: Fields) => toDoc(element)) : toDoc(value as Fields);
   }
 
-  /** Applies `t` to `doc`, which must be this translation's own copy. */
-  private apply(t: Exclude<Transform, Op<'unwrap_list'> | Op<'follow_up'>>, doc: Doc): Eventually<Doc> {
-    return t.op === 'lookup' ? this.lookup(doc, t) : applyToOwn(t, doc);
+  /** Applies `t` to `fields`, which must be this translation's own copy. */
+  private apply(t: Exclude<Transform, Op<'unwrap_list'> | Op<'follow_up'>>, fields: Fields): Eventually<Fields> {
+    return t.op === 'lookup' ? this.lookup(fields, t) : applyToOwn(t, fields);
   }
 
   /** Replaces `from` by `to`; null stays null (no team). Unknown in a get is the v4 404; unknown in a list is null. */
-  private lookup(doc: Doc, t: Op<'lookup'>): Eventually<Doc> {
-    const { from, to, operation, match, take, reuse_until_changed } = t;
-    const value = doc[from];
-    if (value === undefined) return doc;
-    if (value === null) return replaceField(doc, from, to, null);
-    const shared = reuse_until_changed === undefined ? undefined : this.shared;
-    const cached = (key: string, load: () => Promise<unknown>) => this.cached(key, shared ? () => shared(reuse_until_changed!, key, load) : load);
+  private lookup(fields: Fields, t: Op<'lookup'>): Eventually<Fields> {
+    const { from, to, operation, match, take } = t;
+    const value = fields.get(from);
+    if (value === undefined) return fields;
+    if (value === null) return replaceField(fields, from, to, null);
     const record = readsByGet(t)
-      ? cached(`${operation}:${match}:${String(value)}`, () => this.call(operation, { [match]: value }))
-      : then(cached(`${operation}:${match}`, () => this.indexedList(operation, match)), (index) => (index as Map<unknown, Doc>).get(value));
-    return then(record, (found) => replaceField(doc, from, to, isJsonObject(found) ? (found[take] ?? null) : null));
+      ? this.cached(`${operation}:${match}:${String(value)}`, t, () => this.call(operation, { [match]: value }))
+      : then(this.cached(`${operation}:${match}`, t, () => this.indexedList(operation, match)), (index) => (index as Map<unknown, Doc>).get(value));
+    return then(record, (found) => replaceField(fields, from, to, isJsonObject(found) ? (found[take] ?? null) : null));
   }
 
   /** Every record of the list by its `match` field, the first of each value: a v2 list looks up every record. */
@@ -299,9 +311,11 @@ export class Translation {
     return index;
   }
 
-  private cached(key: string, load: () => Eventually<unknown>): Eventually<unknown> {
+  /** `load()`'s answer, once per translation; shared with later requests where the transform allows it. */
+  private cached(key: string, t: Op<'lookup'>, load: () => Promise<unknown>): Eventually<unknown> {
     if (this.lookups.has(key)) return this.lookups.get(key);
-    const loaded = load();
+    const topic = t.reuse_until_changed;
+    const loaded = topic !== undefined && this.shared ? this.shared(topic, key, load) : load();
     this.lookups.set(key, loaded);
     return loaded;
   }

@@ -101,18 +101,20 @@ interface Answer {
   contentType?: string;
 }
 
+/** A v4 call with the bridge key; a v4 error is thrown as an AppError keeping its status, code and message. */
+async function callV4(v4: V4Client, bridgeKey: string, operation: string, input: Doc): Promise<{ status: number; data: unknown }> {
+  const { status, body } = await v4.call(operation, input, bridgeKey);
+  if (!body.ok) throw new AppError(status, body.error.code, body.error.message, body.error.details);
+  return { status, data: body.data };
+}
+
 /** Calls the route's v4 operation and follow-ups with the bridge key and translates both ways. */
 async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey, document: Doc, shared: SharedLookup): Promise<Answer> {
   const bridgeKey = key.bridgeApiKey;
   // A key holding a scope with a v4 successor always has a bridge key (see createLegacyKey).
   if (!bridgeKey) throw new Error(`legacy key ${key.legacyKeyId} holds ${route.scope} but has no bridge key`);
-  const call = async (operation: string, input: Doc) => {
-    const { status, body } = await v4.call(operation, input, bridgeKey);
-    if (!body.ok) throw new AppError(status, body.error.code, body.error.message, body.error.details);
-    return { status, data: body.data };
-  };
   const translation = new Translation(
-    async (operation, input) => (await call(operation, input)).data,
+    async (operation, input) => (await callV4(v4, bridgeKey, operation, input)).data,
     core.mappings.sunset.listCeiling,
     // Per key: what a lookup answers depends on what the key may read.
     (topic, lookupKey, load) => shared(topic, `${key.legacyKeyId} ${lookupKey}`, load),
@@ -122,10 +124,10 @@ async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey,
   // A v2 list walks every page: the first one as large as the later ones, so its cursor fits them.
   const input = route.response.some((t) => t.op === 'unwrap_list') ? { ...translated.input, limit: MAX_PAGE_SIZE } : translated.input;
   const source = { operation: route.operation, input };
-  let answer = await call(route.operation, input);
+  let answer = await callV4(v4, bridgeKey, route.operation, input);
   for (const followUp of followUps) {
     const id = (answer.data as Doc)[followUp.idFrom];
-    answer = { status: answer.status, data: (await call(followUp.operation, { ...followUp.fields, id })).data };
+    answer = { status: answer.status, data: (await callV4(v4, bridgeKey, followUp.operation, { ...followUp.fields, id })).data };
   }
   return { status: answer.status, body: await translation.response(route.response, answer.data, source) };
 }
@@ -144,10 +146,15 @@ function noSuccessor(core: Core, route: Route): AppError {
  * so `/orders/%2e%2e` would reach `/`) or a slash, decoded by the router from `%2F` or `%5C`.
  */
 function checkPathParams(params: Record<string, string>): void {
-  const details = Object.entries(params)
-    .filter(([, value]) => value === '.' || value === '..' || /[/\\]/.test(value))
-    .map(([field]) => ({ field, rule: 'path_segment', message: 'must be one path segment: not "." or "..", and without / or \\' }));
-  if (details.length > 0) {
+  // Every v2 call passes here: the refusal is built only when a parameter is refused.
+  let details: Array<{ field: string; rule: string; message: string }> | undefined;
+  for (const field of Object.keys(params)) {
+    const value = params[field]!;
+    if (value === '.' || value === '..' || value.includes('/') || value.includes('\\')) {
+      (details ??= []).push({ field, rule: 'path_segment', message: 'must be one path segment: not "." or "..", and without / or \\' });
+    }
+  }
+  if (details) {
     throw badRequest('validation_failed', `Invalid path: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
   }
 }
