@@ -314,6 +314,10 @@ function checkOperations(route: Route & { kind: 'v4' }, entry: ScopeEntry, where
       }
     }
   }
+  // The envelope is read as v4 answered it; a transform before would change what it reads.
+  if (route.response.findIndex((t) => t.op === 'unwrap_list') > 0) {
+    throw new MappingError(`${where}: unwrap_list must be the first response transform: it reads the list envelope as v4 answers it`);
+  }
   for (const name of primary) {
     const op = knownOperation(name, where);
     // The map must agree with the spec's table: the scope's capability is what the call checks.

@@ -49,10 +49,13 @@ function fieldError(field: string, rule: string, message: string): AppError {
  */
 type Fields = Map<string, unknown>;
 
-/** A copy of `doc` for the transforms to change. */
+/**
+ * A copy of `doc` for the transforms to change. `__proto__` is no field: a query string can send it
+ * as an own key, and copied back into a record it would set the record's prototype.
+ */
 function fieldsOf(doc: Doc): Fields {
   const fields: Fields = new Map();
-  for (const key of Object.keys(doc)) fields.set(key, doc[key]);
+  for (const key of Object.keys(doc)) if (key !== '__proto__') fields.set(key, doc[key]);
   return fields;
 }
 
@@ -249,7 +252,11 @@ export class Translation {
     for (const t of transforms) {
       if (t.op === 'follow_up') {
         const followUp = holdBack(fields, t);
-        if (followUp) followUps.push(followUp);
+        if (followUp) {
+          followUps.push(followUp);
+          // A fresh record, as splitFollowUp makes: a field added later goes last, in the guide's order.
+          fields = fieldsOf(toDoc(fields));
+        }
       } else if (t.op === 'unwrap_list') {
         throw new Error('unwrap_list applies to a v4 result, not to a request');
       } else {

@@ -249,6 +249,11 @@ describe('loadMappings refuses broken maps', () => {
     expect(loadError(dir)).toMatch(/GET \/teams\): unwrap_list key "team" is not the list of list_teams/);
   });
 
+  it('an unwrap_list after another response transform', () => {
+    const dir = shippedWith(ROUTES_FILE, 'response: [{ op: unwrap_list, key: teams }]', 'response: [{ op: rename, from: id, to: teamId }, { op: unwrap_list, key: teams }]');
+    expect(loadError(dir)).toMatch(/GET \/teams\): unwrap_list must be the first response transform/);
+  });
+
   it('a transform with bad parameters', () => {
     const dir = shippedWith(ROUTES_FILE, 'value: Deployment }', 'value: Deployment, when_present: a, when_absent: b }');
     expect(loadError(dir)).toMatch(/^v2-routes\.yaml: routes\.\d+\.request\.0.*at most one of when_present and when_absent/);

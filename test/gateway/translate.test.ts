@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
-import { Translation, type SharedLookup } from '../../src/gateway/translate.js';
+import { defaultMappingsDir, loadMappings, type Transform } from '../../src/gateway/mappings.js';
+import { applyLocal, splitFollowUp, Translation, type LocalTransform, type SharedLookup } from '../../src/gateway/translate.js';
 
 const mappings = loadMappings(defaultMappingsDir());
 const route = mappings.routes.find((r) => r.method === 'PATCH' && r.path === '/employees/:id');
@@ -131,5 +131,34 @@ describe('lookups reused across requests', () => {
     expect((await request('team_1')).input).toEqual({ id: 'emp_1', teamName: 'Engineering' });
     expect((await request('team_1')).input).toEqual({ id: 'emp_1', teamName: 'Engineering' });
     expect(v4.calls).toEqual(['get_team', 'get_team', 'get_team']);
+  });
+});
+
+describe('the document handed to v4', () => {
+  it('takes no prototype from a __proto__ key a query string sent (?__proto__=a&__proto__=b)', async () => {
+    const get = mappings.routes.find((r) => r.method === 'GET' && r.path === '/teams/:teamId');
+    if (get?.kind !== 'v4') throw new Error('the maps lost GET /teams/:teamId');
+    // An own __proto__ key, as the query parser makes it.
+    const sent = JSON.parse('{"teamId":"team_1","__proto__":["a","b"]}') as Record<string, unknown>;
+    const { input } = await translation().request(get.request, sent);
+    expect(Object.getPrototypeOf(input)).toBe(Object.prototype);
+    expect(input).toStrictEqual({ id: 'team_1' });
+  });
+
+  it('starts afresh after a follow_up holds fields back, so a field added later goes last, as the guide shows', async () => {
+    const transforms: Transform[] = [
+      { op: 'rename', from: 'x', to: 'y' },
+      { op: 'follow_up', operation: 'update_employee', fields: ['z'], id_from: 'id' },
+      { op: 'rename', from: 'y', to: 'x' },
+    ];
+    const { input, followUps } = await translation().request(transforms, { x: 1, z: 2, w: 3 });
+    expect(Object.keys(input)).toEqual(['w', 'x']);
+    expect(input).toStrictEqual({ w: 3, x: 1 });
+    expect(followUps).toStrictEqual([{ operation: 'update_employee', idFrom: 'id', fields: { z: 2 } }]);
+    // The migration guide runs the same three steps with its own helpers.
+    const [renamed, held, renamedBack] = transforms as [LocalTransform, Extract<Transform, { op: 'follow_up' }>, LocalTransform];
+    const guide = applyLocal(renamedBack, splitFollowUp(applyLocal(renamed, { x: 1, z: 2, w: 3 }), held).rest);
+    expect(guide).toStrictEqual(input);
+    expect(Object.keys(guide)).toEqual(Object.keys(input));
   });
 });
