@@ -161,4 +161,12 @@ describe('the document handed to v4', () => {
     expect(guide).toStrictEqual(input);
     expect(Object.keys(guide)).toEqual(Object.keys(input));
   });
+
+  it('puts a field removed and added again last, in the order the guide makes, follow_up or not', async () => {
+    const there: LocalTransform = { op: 'rename', from: 'x', to: 'y' };
+    const back: LocalTransform = { op: 'rename', from: 'y', to: 'x' };
+    const { input } = await translation().request([there, back], { x: 1, w: 3 });
+    expect(Object.keys(input)).toEqual(['w', 'x']);
+    expect(Object.keys(applyLocal(back, applyLocal(there, { x: 1, w: 3 })))).toEqual(Object.keys(input));
+  });
 });
