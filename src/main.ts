@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: V8 settings must be in place before anything else allocates.
+import './runtime-flags.js';
 import { CommanderError, type Command } from 'commander';
 import { z } from 'zod';
 import { ConfigError } from './config.js';

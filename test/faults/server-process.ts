@@ -27,10 +27,22 @@ export interface ServerProcess {
 }
 
 
+/** How node runs the server: the TypeScript through tsx, or the build (`npm run build`), as `npm start` does; and node's own flags. */
+export interface ServeRuntime {
+  compiled?: boolean;
+  nodeArgs?: string[];
+}
+
 /** Starts `serve --json` with `args` and `env`; resolves with its summary once it listens. */
-export async function startServeProcess(args: string[], env: NodeJS.ProcessEnv, startupMs = 90_000): Promise<ServerProcess> {
+export async function startServeProcess(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  startupMs = 90_000,
+  { compiled = false, nodeArgs = [] }: ServeRuntime = {},
+): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--json', '--port', String(port), ...args], {
+  const entry = compiled ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'];
+  const child = spawn(process.execPath, [...nodeArgs, ...entry, 'serve', '--json', '--port', String(port), ...args], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

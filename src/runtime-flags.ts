@@ -1,0 +1,14 @@
+import { setFlagsFromString } from 'node:v8';
+
+/*
+ * V8 settings of the server process, applied before any other module loads (main.ts imports this
+ * module first). Allocation-site pretenuring is turned off: V8 decides at start-up, when most of what
+ * is allocated lives on, to allocate some sites straight into the old generation, and keeps those
+ * decisions under load. Young objects written into those old ones then outlive young-generation
+ * collections: a v4 read promoted 4.7 KB (node-postgres's objects of each query). Without it their
+ * pause per request fell to between a half and a sixth (bench/results/pretenuring.md and the README's
+ * reading of it). An operator who passes the flag to node explicitly keeps V8's default.
+ */
+export const PRETENURING_FLAG = '--allocation-site-pretenuring';
+
+if (!process.execArgv.includes(PRETENURING_FLAG)) setFlagsFromString(`--no-${PRETENURING_FLAG.slice(2)}`);

@@ -1,0 +1,37 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { PRETENURING_FLAG } from '../../src/runtime-flags.js';
+
+/*
+ * The server's V8 settings (src/runtime-flags.ts), checked in a node process of their own: V8 traces
+ * its pretenuring statistics only while allocation-site pretenuring is on, and the workload (object
+ * literals that all survive, from one site) gives it statistics to trace.
+ */
+
+const WORKLOAD = 'const kept = []; const make = (i) => ({ i, name: "x" + i, nested: { a: i } }); for (let i = 0; i < 1e6; i++) kept.push(make(i));';
+
+async function pretenuringTraced(nodeFlags: string[]): Promise<number> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--trace-pretenuring-statistics', ...nodeFlags, '--import', 'tsx', '--import', './src/runtime-flags.ts', '-e', WORKLOAD],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  return stdout.split('\n').filter((line) => line.includes('pretenuring:')).length;
+}
+
+describe('the server process’s V8 settings', () => {
+  it('turn allocation-site pretenuring off', async () => {
+    expect(await pretenuringTraced([])).toBe(0);
+  });
+
+  it('leave it on when node is given the flag explicitly', async () => {
+    expect(await pretenuringTraced([PRETENURING_FLAG])).toBeGreaterThan(0);
+  });
+
+  it('are applied before anything else svc-server loads', () => {
+    const firstImport = /^import\s[^;]*;/m.exec(readFileSync(new URL('../../src/main.ts', import.meta.url), 'utf8'))?.[0];
+    expect(firstImport).toBe("import './runtime-flags.js';");
+  });
+});
