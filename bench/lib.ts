@@ -27,17 +27,35 @@ export interface BenchServer {
   close(): Promise<void>;
 }
 
+/** The benchmark database's URL with `schema` as the search path: what a server process or second core connects with. */
+export function schemaUrl(schema: string): string {
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+/** A throwaway schema on the benchmark database; drop() removes it with everything in it. */
+export async function createBenchSchema(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+  const name = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${name}`);
+  return {
+    name,
+    url: schemaUrl(name),
+    async drop() {
+      await admin.query(`DROP SCHEMA ${name} CASCADE`);
+      await admin.end();
+    },
+  };
+}
+
 /**
  * A real server on loopback, on an in-memory PGlite or a throwaway PostgreSQL schema. Silent by
  * default; `logLevel` logs as a deployment does (the service's redaction and serializers), to /dev/null.
  */
 export async function startBenchServer(backend: Backend, options: { logLevel?: string } = {}): Promise<BenchServer> {
-  const schema = backend === 'postgres' ? `bench_${randomBytes(4).toString('hex')}` : undefined;
-  const admin = backend === 'postgres' ? new pg.Client({ connectionString: POSTGRES_URL }) : undefined;
-  if (admin && schema) {
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-  }
+  const schema = backend === 'postgres' ? await createBenchSchema() : undefined;
   const config = loadConfig({}, {
     dataDir: 'memory://',
     databaseUrl: backend === 'postgres' ? POSTGRES_URL : undefined,
@@ -48,24 +66,21 @@ export async function startBenchServer(backend: Backend, options: { logLevel?: s
   // Logging as deployed: the core's own output, batched and asynchronous, to /dev/null instead of stdout.
   const output = options.logLevel ? createLogOutput(config.logBufferBytes, openSync('/dev/null', 'w')) : undefined;
   const logger = output ? createLogger(config, output) : pino({ level: 'silent' });
-  const core = await createCore(config, { logger, schema });
+  const core = await createCore(config, { logger, schema: schema?.name });
   const demo = await seedDemo(core.db);
   const app = await buildApp(core);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as { port: number };
   return {
     core,
-    schema,
+    schema: schema?.name,
     demo,
     baseUrl: `http://127.0.0.1:${port}`,
     async close() {
       await app.close();
       await core.close();
       await output?.end(1000);
-      if (admin && schema) {
-        await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-        await admin.end();
-      }
+      await schema?.drop();
     },
   };
 }

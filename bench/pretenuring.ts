@@ -1,10 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { PRETENURING_FLAG } from '../src/runtime-flags.js';
 import { danaOf } from '../test/faults/support.js';
 import { startServeProcess, type ServerProcess } from '../test/faults/server-process.js';
-import { measureRounds, pairedRatio, POSTGRES_URL, ROUNDS_NOTE, PAIRED_RATIO_NOTE, writeResults, type LoadTarget } from './lib.js';
+import { seriesValue } from '../test/helpers/prometheus.js';
+import { createBenchSchema, measureRounds, pairedRatio, ROUNDS_NOTE, PAIRED_RATIO_NOTE, writeResults, type LoadTarget } from './lib.js';
 
 /*
  * The server process as deployed (the build of `svc-server serve --demo`, on PostgreSQL, each in a
@@ -14,12 +13,9 @@ import { measureRounds, pairedRatio, POSTGRES_URL, ROUNDS_NOTE, PAIRED_RATIO_NOT
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-
-/** A sample's value in Prometheus text, labels written as the registry writes them; a series not yet used reads 0. */
-function sample(metrics: string, series: string): number {
-  const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
-}
+const VARIANTS = ['off', 'on'] as const;
+type Variant = (typeof VARIANTS)[number];
+const PATHS = ['v4', 'v2'] as const;
 
 interface Counters {
   requests: number;
@@ -28,77 +24,76 @@ interface Counters {
   minorGcs: number;
 }
 
+/** What the server has counted so far; a series not used yet (a route not called yet) reads 0. */
 async function counters(url: string): Promise<Counters> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const requests = (route: string) => sample(text, `svc_http_request_duration_seconds_count{route="${route}",method="GET",status="200"}`);
+  const value = (series: string) => seriesValue(text, series) ?? 0;
+  const reads = (route: string) => value(`svc_http_request_duration_seconds_count{route="${route}",method="GET",status="200"}`);
   return {
-    requests: requests('/v4/employees/:id') + requests('/v2/employees/:id'),
-    cpuSeconds: sample(text, 'process_cpu_seconds_total'),
-    minorGcSeconds: sample(text, 'nodejs_gc_duration_seconds_sum{kind="minor"}'),
-    minorGcs: sample(text, 'nodejs_gc_duration_seconds_count{kind="minor"}'),
+    requests: reads('/v4/employees/:id') + reads('/v2/employees/:id'),
+    cpuSeconds: value('process_cpu_seconds_total'),
+    minorGcSeconds: value('nodejs_gc_duration_seconds_sum{kind="minor"}'),
+    minorGcs: value('nodejs_gc_duration_seconds_count{kind="minor"}'),
   };
 }
 
-async function startServer(nodeArgs: string[]): Promise<{ server: ServerProcess; drop(): Promise<void> }> {
-  const schema = `bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_URL });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  const url = new URL(POSTGRES_URL);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  const server = await startServeProcess(['--demo'], { DATABASE_URL: url.toString(), SVC_SECRET_KEY: 'd'.repeat(64) }, 90_000, { compiled: true, nodeArgs });
+/** Server CPU, young-GC pause and requests per young GC, per request answered between two counts. */
+function perRequest(variant: Variant, before: Counters, after: Counters) {
+  const requests = after.requests - before.requests;
+  const gcs = after.minorGcs - before.minorGcs;
+  // The series names must match what the server writes, or nothing here would mean anything.
+  if (!(requests > 0) || !(gcs > 0)) throw new Error(`pretenuring ${variant}: /metrics counted ${requests} reads and ${gcs} young GCs; has a metric name changed?`);
+  const micros = (seconds: number) => ((seconds * 1e6) / requests).toFixed(1);
+  return { cpu: micros(after.cpuSeconds - before.cpuSeconds), gc: micros(after.minorGcSeconds - before.minorGcSeconds), requestsPerGc: Math.round(requests / gcs) };
+}
+
+async function startServer(variant: Variant): Promise<{ server: ServerProcess; stop(): Promise<void> }> {
+  const schema = await createBenchSchema();
+  const server = await startServeProcess(['--demo'], { DATABASE_URL: schema.url, SVC_SECRET_KEY: 'd'.repeat(64) }, {
+    compiled: true,
+    nodeArgs: variant === 'on' ? [PRETENURING_FLAG] : [],
+  }).catch(async (error: unknown) => {
+    await schema.drop();
+    throw error;
+  });
   return {
     server,
-    async drop() {
+    async stop() {
       await server.stop();
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.end();
+      await schema.drop();
     },
   };
 }
 
 // The build of the sources as they are now: a stale one would measure other code.
 execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
-const off = await startServer([]);
-let on: Awaited<ReturnType<typeof startServer>> | undefined;
+const started: Partial<Record<Variant, Awaited<ReturnType<typeof startServer>>>> = {};
 try {
-  on = await startServer([PRETENURING_FLAG]);
-  const variants = { off, on };
+  for (const variant of VARIANTS) started[variant] = await startServer(variant);
+  const urls = { off: started.off!.server.summary.url, on: started.on!.server.summary.url };
   const targets: Record<string, LoadTarget> = {};
-  for (const [variant, { server }] of Object.entries(variants)) {
-    const { url, demo } = server.summary;
-    const dana = await danaOf(url, demo!.apiKeys.admin!);
-    targets[`v4 ${variant}`] = { url: `${url}/v4/employees/${dana}`, headers: { 'x-api-key': demo!.apiKeys.admin! } };
-    targets[`v2 ${variant}`] = { url: `${url}/v2/employees/${dana}`, headers: { 'x-api-key': demo!.legacyKeys.full! } };
+  for (const variant of VARIANTS) {
+    const demo = started[variant]!.server.summary.demo!;
+    const dana = await danaOf(urls[variant], demo.apiKeys.admin!);
+    targets[`v4 ${variant}`] = { url: `${urls[variant]}/v4/employees/${dana}`, headers: { 'x-api-key': demo.apiKeys.admin! } };
+    targets[`v2 ${variant}`] = { url: `${urls[variant]}/v2/employees/${dana}`, headers: { 'x-api-key': demo.legacyKeys.full! } };
   }
-  const before = { off: await counters(variants.off.server.summary.url), on: await counters(variants.on.server.summary.url) };
+  const countBoth = async () => ({ off: await counters(urls.off), on: await counters(urls.on) });
+  const before = await countBoth();
   const measured = await measureRounds(targets, SECONDS);
-  const after = { off: await counters(variants.off.server.summary.url), on: await counters(variants.on.server.summary.url) };
+  const after = await countBoth();
 
-  const perRequest = (variant: 'off' | 'on') => {
-    const requests = after[variant].requests - before[variant].requests;
-    // The series names must match what the server writes, or nothing here would mean anything.
-    if (!(requests > 0) || !(after[variant].minorGcs > before[variant].minorGcs)) {
-      throw new Error(`pretenuring ${variant}: /metrics counted ${requests} reads and no young GC; has a metric name changed?`);
-    }
-    const micros = (seconds: number) => ((seconds * 1e6) / requests).toFixed(1);
-    return {
-      cpu: micros(after[variant].cpuSeconds - before[variant].cpuSeconds),
-      gc: micros(after[variant].minorGcSeconds - before[variant].minorGcSeconds),
-      requestsPerGc: Math.round(requests / (after[variant].minorGcs - before[variant].minorGcs)),
-    };
-  };
   const rows: Array<Array<string | number>> = [];
-  for (const variant of ['off', 'on'] as const) {
-    const { cpu, gc, requestsPerGc } = perRequest(variant);
+  for (const variant of VARIANTS) {
+    const { cpu, gc, requestsPerGc } = perRequest(variant, before[variant], after[variant]);
     const label = variant === 'off' ? 'pretenuring off (as svc-server runs)' : `pretenuring on (node ${PRETENURING_FLAG})`;
-    for (const path of ['v4', 'v2'] as const) {
+    for (const path of PATHS) {
       const m = measured[`${path} ${variant}`]!;
-      rows.push([label, path === 'v4' ? 'GET /v4/employees/{id}' : 'GET /v2/employees/{id}', m.requestsPerSecond, m.p50, m.p99, m.errors, '', '', '']);
+      rows.push([label, `GET /${path}/employees/{id}`, m.requestsPerSecond, m.p50, m.p99, m.errors, '', '', '']);
     }
     rows.push([label, 'both reads, whole run', '', '', '', '', cpu, gc, requestsPerGc]);
   }
-  for (const path of ['v4', 'v2'] as const) {
+  for (const path of PATHS) {
     rows.push([`ratio off ÷ on`, path, pairedRatio(measured[`${path} off`]!, measured[`${path} on`]!), '', '', '', '', '', '']);
   }
   const text = await writeResults(
@@ -115,6 +110,5 @@ try {
   );
   process.stdout.write(text);
 } finally {
-  await off.drop();
-  await on?.drop();
+  for (const variant of VARIANTS) await started[variant]?.stop();
 }

@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { visibleEmployeeQuery } from '../src/domain/employees.js';
-import { benchEachBackend, measureRounds, pairedRatio, POSTGRES_URL, ROUNDS_NOTE, PAIRED_RATIO_NOTE, startBenchServer, type Backend } from './lib.js';
+import { benchEachBackend, measureRounds, pairedRatio, schemaUrl, ROUNDS_NOTE, PAIRED_RATIO_NOTE, startBenchServer, type Backend } from './lib.js';
 
 /*
  * The limit a read can reach here: plain Fastify running the project's own single-employee SQL
@@ -17,7 +17,7 @@ async function run(backend: Backend) {
   const server = await startBenchServer(backend);
   // The same project at the default log level, as deployed (its lines to /dev/null).
   const logging = await startBenchServer(backend, { logLevel: 'info' });
-  const pool = backend === 'postgres' ? new pg.Pool({ connectionString: POSTGRES_URL, max: 10, options: `-c search_path=${server.schema}` }) : undefined;
+  const pool = server.schema ? new pg.Pool({ connectionString: schemaUrl(server.schema), max: 10 }) : undefined;
   const reference = Fastify();
   try {
     const { demo } = server;

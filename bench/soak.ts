@@ -1,5 +1,6 @@
 import { danaOf } from '../test/faults/support.js';
 import { startServeProcess } from '../test/faults/server-process.js';
+import { seriesValue } from '../test/helpers/prometheus.js';
 import { measure, openMcpSession, writeResults, type Measurement } from './lib.js';
 
 /*
@@ -19,7 +20,7 @@ try {
   const mcp = await openMcpSession(`${url}/mcp`, v4Key, { name: 'get_employee', arguments: { id: dana } });
 
   const samples: Array<{ rss: number; heap: number }> = [];
-  const gauge = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const gauge = (text: string, name: string) => seriesValue(text, name) ?? NaN;
   const sampler = setInterval(() => {
     void fetch(`${url}/metrics`)
       .then((r) => r.text())

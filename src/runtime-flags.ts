@@ -11,4 +11,4 @@ import { setFlagsFromString } from 'node:v8';
  */
 export const PRETENURING_FLAG = '--allocation-site-pretenuring';
 
-if (!process.execArgv.includes(PRETENURING_FLAG)) setFlagsFromString(`--no-${PRETENURING_FLAG.slice(2)}`);
+if (!process.execArgv.includes(PRETENURING_FLAG)) setFlagsFromString('--no-allocation-site-pretenuring');

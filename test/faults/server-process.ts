@@ -27,9 +27,11 @@ export interface ServerProcess {
 }
 
 
-/** How node runs the server: the TypeScript through tsx, or the build (`npm run build`), as `npm start` does; and node's own flags. */
-export interface ServeRuntime {
+export interface ServeOptions {
+  startupMs?: number;
+  /** Run the build (`npm run build`), as `npm start` does, instead of the TypeScript through tsx. */
   compiled?: boolean;
+  /** node's own flags. */
   nodeArgs?: string[];
 }
 
@@ -37,8 +39,7 @@ export interface ServeRuntime {
 export async function startServeProcess(
   args: string[],
   env: NodeJS.ProcessEnv,
-  startupMs = 90_000,
-  { compiled = false, nodeArgs = [] }: ServeRuntime = {},
+  { startupMs = 90_000, compiled = false, nodeArgs = [] }: ServeOptions = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const entry = compiled ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'];

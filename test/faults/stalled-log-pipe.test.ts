@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { seriesValue } from '../helpers/prometheus.js';
 import { ServerProcess } from '../server/server-process.js';
 
 /*
@@ -42,10 +43,9 @@ async function unanswered(url: string, count: number): Promise<number> {
 
 /** The value of one series on the server's /metrics, e.g. `svc_log_lines_dropped_total{reason="buffer_full"}`. */
 async function sample(url: string, series: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
-  if (line === undefined) throw new Error(`/metrics has no ${series}`);
-  return Number(line.slice(series.length + 1));
+  const value = seriesValue(await (await fetch(`${url}/metrics`)).text(), series);
+  if (value === undefined) throw new Error(`/metrics has no ${series}`);
+  return value;
 }
 
 const dropped = (url: string, reason: string) => sample(url, `svc_log_lines_dropped_total{reason="${reason}"}`);
