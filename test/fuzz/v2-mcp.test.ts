@@ -67,6 +67,19 @@ describe('v2 and MCP fuzzing [pglite]', () => {
     }
   });
 
+  // Found by seed 1203505214: the refusal's prose ("only at creation (POST …)") was read as a stack frame.
+  it('answers invitation=true on a v2 read with its refusal, which the internal-detail check accepts', async () => {
+    const response = await t.app.inject({
+      method: 'GET',
+      url: `${t.core.mappings.sunset.prefix}/employees/${t.demo.employees.dana}?invitation=true`,
+      headers: { 'x-api-key': v2Key },
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toMatchObject({ error: { code: 'unsupported_in_v2_gateway', details: [{ field: 'invitation', rule: 'refused' }] } });
+    expectV2Answer({ status: response.statusCode, text: response.body }, {});
+    expect(() => expectNoInternalDetail(`{"message":"boom at Object.run (/srv/app/dist/x.js:1:2)"}`, {})).toThrow(/internal detail/);
+  });
+
   let nextId = 10;
   async function rpc(body: unknown) {
     const response = await fetch(t.mcpUrl, {

@@ -140,7 +140,8 @@ const INTERNAL_DETAIL = [
   /\/work\//,
   /node_modules/,
   /\n\s+at /,
-  /\bat [\w.<>$]+ \(/,
+  // A stack frame names its location; prose such as "only at creation (POST …)" does not.
+  /\bat [\w.<>$]+ \((?:[^()\s]+:\d+:\d+|<anonymous>|native)\)/,
   /\.[cm]?[jt]s:\d+:\d+/,
   /file:\/\//,
   // PostgreSQL and PGlite error texts.
