@@ -32,6 +32,13 @@ function singleHeader(headers: IncomingHttpHeaders, name: string): string | unde
 
 type KeyRow = UserRow & { secret_hash: string; capabilities: string[] };
 
+/** What a key id resolves to, cached as a whole: the principal is built once per key, not on every request. */
+interface KeyGrant {
+  secretHash: string;
+  userDisabled: boolean;
+  principal: Principal;
+}
+
 const LAST_USE_PRECISION_MS = 60_000;
 
 export interface AuthenticatorOptions {
@@ -50,16 +57,22 @@ export interface AuthenticatorOptions {
  * gateway's guard; they are refused here too for callers that do not come through HTTP.
  */
 export function createAuthenticator(db: Queryable, { idTokens, accessTokens, changes }: AuthenticatorOptions = {}): Authenticator {
-  const keyRows = changes && new TopicCache<KeyRow | undefined>(changes, 'credentials');
+  const keyGrants = changes && new TopicCache<KeyGrant | undefined>(changes, 'credentials');
   const lastUseWritten = new Map<string, number>();
 
-  const loadKeyRow = async (keyId: string) =>
-    (
-      await db.query<KeyRow>(sql`
-        SELECT ${USER_COLUMNS}, k.secret_hash, k.capabilities
-        FROM api_keys k JOIN users u ON u.id = k.user_id
-        WHERE k.id = ${keyId} AND k.revoked_at IS NULL`)
-    )[0];
+  const loadKeyGrant = async (keyId: string): Promise<KeyGrant | undefined> => {
+    const [row] = await db.query<KeyRow>(sql`
+      SELECT ${USER_COLUMNS}, k.secret_hash, k.capabilities
+      FROM api_keys k JOIN users u ON u.id = k.user_id
+      WHERE k.id = ${keyId} AND k.revoked_at IS NULL`);
+    return (
+      row && {
+        secretHash: row.secret_hash,
+        userDisabled: Boolean(row.disabled_at),
+        principal: principalFromUser(row, row.capabilities, { kind: 'api_key', keyId }),
+      }
+    );
+  };
 
   // Last use is informational: a minute's precision spares a write per request.
   function noteLastUse(keyId: string) {
@@ -81,13 +94,13 @@ export function createAuthenticator(db: Queryable, { idTokens, accessTokens, cha
     if (!parsed) throw unauthorized('invalid_api_key', 'The API key is malformed');
     const { keyId } = parsed;
     // Unknown and revoked keys are not cached: a guessing caller cannot fill the cache.
-    const row = keyRows ? await keyRows.get(keyId, () => loadKeyRow(keyId), (found) => found !== undefined) : await loadKeyRow(keyId);
-    if (!row || !secretMatches(parsed.secret, row.secret_hash)) {
+    const grant = keyGrants ? await keyGrants.get(keyId, () => loadKeyGrant(keyId), (found) => found !== undefined) : await loadKeyGrant(keyId);
+    if (!grant || !secretMatches(parsed.secret, grant.secretHash)) {
       throw unauthorized('invalid_api_key', 'The API key is unknown or revoked');
     }
-    if (row.disabled_at) throw unauthorized('user_disabled', 'The user this API key is bound to is disabled');
+    if (grant.userDisabled) throw unauthorized('user_disabled', 'The user this API key is bound to is disabled');
     noteLastUse(keyId);
-    return principalFromUser(row, row.capabilities, { kind: 'api_key', keyId });
+    return grant.principal;
   }
 
   async function byIdToken(token: string): Promise<Principal> {

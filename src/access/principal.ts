@@ -10,21 +10,24 @@ export type Credential =
   /** An OAuth access token of an MCP client's connection (grant); accepted on /mcp only. */
   | { kind: 'oauth'; clientId: string; grantId: string; scopes: Capability[] };
 
-/** Who is calling and what they may reach, resolved afresh on every request. */
+/**
+ * Who is calling and what they may reach. Read-only: an API key's principal is built when the key is
+ * loaded and shared by its requests until a change to keys, users or scope drops it.
+ */
 export interface Principal {
-  userId: string;
-  email: string;
-  displayName: string;
-  role: Role;
+  readonly userId: string;
+  readonly email: string;
+  readonly displayName: string;
+  readonly role: Role;
   /** Companies the user belongs to (an admin may administer several). */
-  companyIds: string[];
+  readonly companyIds: readonly string[];
   /** Manager scope: teams and regions (ISO country codes). Empty for other roles. */
-  teamIds: string[];
-  regions: string[];
+  readonly teamIds: readonly string[];
+  readonly regions: readonly string[];
   /** The employee record of an employee-role user. */
-  employeeId: string | null;
-  capabilities: ReadonlySet<Capability>;
-  credential: Credential;
+  readonly employeeId: string | null;
+  readonly capabilities: ReadonlySet<Capability>;
+  readonly credential: Credential;
 }
 
 export interface UserRow {
@@ -91,7 +94,7 @@ export function resolveWriteCompany(principal: Principal, companyId: string | un
 }
 
 /** Narrows a read to one company when the caller names it; refuses a company outside their reach. */
-export function readCompanies(principal: Principal, companyId: string | undefined): string[] {
+export function readCompanies(principal: Principal, companyId: string | undefined): readonly string[] {
   if (companyId === undefined) return principal.companyIds;
   if (!principal.companyIds.includes(companyId)) {
     throw forbidden('company_not_accessible', `You do not administer company ${companyId}`);

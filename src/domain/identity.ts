@@ -23,7 +23,7 @@ export async function describePrincipal(db: Queryable, p: Principal) {
   return {
     user: { id: p.userId, email: p.email, displayName: p.displayName, role: p.role, employeeId: p.employeeId },
     companies,
-    scope: { teams, regions: p.regions },
+    scope: { teams, regions: [...p.regions] },
     capabilities: [...p.capabilities].sort(),
     credential: describeCredential(p.credential),
   };

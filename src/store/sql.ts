@@ -8,24 +8,66 @@ export class Sql {
    * thousand): such a statement is planned with its values on every call, never from a cached plan.
    */
   readonly plannedPerCall: boolean;
+  /**
+   * The text of a fragment without parameters (column lists, joins, module constants), rendered once:
+   * it reads the same wherever it is inlined, and the hot reads are mostly such fragments.
+   */
+  private fixedText: string | undefined;
+  private readonly hasParameters: boolean;
 
   constructor(
     readonly strings: readonly string[],
     readonly values: readonly unknown[],
     plannedPerCall = false,
   ) {
-    this.plannedPerCall = plannedPerCall || values.some((value) => value instanceof Sql && value.plannedPerCall);
+    let nestedPlannedPerCall = false;
+    let hasParameters = false;
+    for (const value of values) {
+      if (!(value instanceof Sql)) hasParameters = true;
+      else {
+        nestedPlannedPerCall ||= value.plannedPerCall;
+        hasParameters ||= value.hasParameters;
+      }
+    }
+    this.plannedPerCall = plannedPerCall || nestedPlannedPerCall;
+    this.hasParameters = hasParameters;
   }
 
+  /**
+   * The text and parameters. A statement shaped as the last one built from the same template (its
+   * literal strings) gets that one's text, the very same string: the statement namer's lookup and
+   * node-postgres's check of a prepared text then compare references instead of hashing the text.
+   */
   toQuery(): { text: string; values: unknown[] } {
     const values: unknown[] = [];
+    const last = lastRendered.get(this.strings);
+    if (last !== undefined && sameShape(this, last.statement)) {
+      this.collectValues(values);
+      return { text: last.text, values };
+    }
     const text = this.render(values);
+    // Template literals' strings are frozen and live as long as their code: the rest are built per call.
+    if (Object.isFrozen(this.strings)) lastRendered.set(this.strings, { statement: this, text });
     return { text, values };
   }
 
+  private collectValues(values: unknown[]): void {
+    if (!this.hasParameters) return;
+    for (const value of this.values) {
+      if (value instanceof Sql) value.collectValues(values);
+      else values.push(value);
+    }
+  }
+
   private render(values: unknown[]): string {
+    if (!this.hasParameters) return (this.fixedText ??= this.renderParts(values));
+    return this.renderParts(values);
+  }
+
+  private renderParts(values: unknown[]): string {
     let text = this.strings[0] ?? '';
-    this.values.forEach((value, i) => {
+    for (let i = 0; i < this.values.length; i++) {
+      const value = this.values[i];
       if (value instanceof Sql) {
         text += value.render(values);
       } else {
@@ -33,9 +75,26 @@ export class Sql {
         text += `$${values.length}`;
       }
       text += this.strings[i + 1] ?? '';
-    });
+    }
     return text;
   }
+}
+
+const lastRendered = new WeakMap<readonly string[], { statement: Sql; text: string }>();
+
+/** Whether two fragments render the same text: the same strings, and fragments (or parameters) in the same places. */
+function sameShape(a: Sql, b: Sql): boolean {
+  if (a === b) return true;
+  if (a.strings !== b.strings) {
+    if (a.strings.length !== b.strings.length) return false;
+    for (let i = 0; i < a.strings.length; i++) if (a.strings[i] !== b.strings[i]) return false;
+  }
+  for (let i = 0; i < a.values.length; i++) {
+    const x = a.values[i];
+    const y = b.values[i];
+    if (x instanceof Sql ? !(y instanceof Sql && sameShape(x, y)) : y instanceof Sql) return false;
+  }
+  return true;
 }
 
 export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {

@@ -142,7 +142,7 @@ interface DeviceFacts {
  * Resolves each reference (id, or serial number within `companyIds`) among the devices the
  * caller can see; a reference matching nothing is absent from the map.
  */
-async function resolveDevices(db: Queryable, p: Principal, companyIds: string[], refs: string[]): Promise<Map<string, DeviceFacts>> {
+async function resolveDevices(db: Queryable, p: Principal, companyIds: readonly string[], refs: string[]): Promise<Map<string, DeviceFacts>> {
   const rows = await db.query<DeviceFacts>(sql`
     SELECT d.id, d.serial_number AS "serialNumber", d.status, d.employee_id AS "employeeId",
       (h.order_id IS NOT NULL) AS held,
