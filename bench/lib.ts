@@ -146,9 +146,9 @@ export interface Measurement {
   mean: number;
   errors: number;
   /**
-   * CPU time of this process per request answered, in µs: what a request costs the servers this process
-   * runs (on PGlite the database too), which throughput shows only when the server is the bottleneck.
-   * Meaningless where the server is another process (soak) or where loads overlap.
+   * CPU time of the server per request answered, in µs: of this process, or of the target's serverPid. What
+   * a request costs the server (on PGlite the database too), which throughput shows only when the server
+   * is the bottleneck. Meaningless where the server is another process not named (soak) or where loads overlap.
    */
   cpuMicrosPerRequest: number;
 }
@@ -182,11 +182,21 @@ const placement = (() => {
 export const apartFromServers = (command: string, args: string[]): [string, string[]] =>
   placement ? ['taskset', ['-c', placement.apart, command, ...args]] : [command, args];
 
-/** This process's CPU time since `before` per request answered, in µs (see Measurement). */
-function cpuMicrosPerRequest(before: NodeJS.CpuUsage, requests: number): number {
-  const { user, system } = process.cpuUsage(before);
-  return Math.round((user + system) / Math.max(1, requests));
+const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** CPU time (user and system) used so far, in µs: of this process, or from the kernel's count of another's. */
+function cpuMicros(pid?: number): number {
+  if (pid === undefined) {
+    const { user, system } = process.cpuUsage();
+    return user + system;
+  }
+  // /proc/<pid>/stat: after the command's closing parenthesis, utime and stime are the 12th and 13th fields.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
 }
+
+/** CPU time since `before` (cpuMicros of the same process) per request answered, in µs (see Measurement). */
+const cpuMicrosPerRequest = (before: number, requests: number, pid?: number) => Math.round((cpuMicros(pid) - before) / Math.max(1, requests));
 
 /** Unmeasured load before a URL's first row, so no row pays the JIT's warm-up of the code it is the first to run. */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
@@ -202,6 +212,7 @@ export async function measure(
   seconds = 5,
   connections = 10,
   post?: { body: string },
+  serverPid?: number,
 ): Promise<Measurement> {
   const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
   const postArgs = post ? ['-m', 'POST', '-b', post.body] : [];
@@ -214,7 +225,7 @@ export async function measure(
   };
   if (WARMUP_SECONDS > 0 && !warmed.has(url)) await run(WARMUP_SECONDS);
   warmed.add(url);
-  const cpuBefore = process.cpuUsage();
+  const cpuBefore = cpuMicros(serverPid);
   const result = await run(seconds);
   return {
     requestsPerSecond: Math.round(result.requests.average),
@@ -222,7 +233,7 @@ export async function measure(
     p99: result.latency.p99,
     mean: result.latency.average,
     errors: result.errors + result.non2xx,
-    cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, result.requests.total),
+    cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, result.requests.total, serverPid),
   };
 }
 
@@ -230,6 +241,8 @@ export interface LoadTarget {
   url: string;
   headers: Record<string, string>;
   post?: { body: string };
+  /** The server's own process, when it is not this one: its CPU is what cpuMicrosPerRequest counts. */
+  serverPid?: number;
 }
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -244,8 +257,8 @@ export async function measureRounds<K extends string>(targets: Record<K, LoadTar
   const runs = new Map<K, Measurement[]>(names.map((name) => [name, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of names) {
-      const { url, headers, post } = targets[name];
-      runs.get(name)!.push(await measure(url, headers, seconds, 10, post));
+      const { url, headers, post, serverPid } = targets[name];
+      runs.get(name)!.push(await measure(url, headers, seconds, 10, post, serverPid));
     }
   }
   const median = (all: Measurement[]): RoundsMeasurement => {
@@ -399,7 +412,7 @@ export async function benchEachBackend(
 export async function postLoop(url: string, headers: Record<string, string>, bodies: unknown[], seconds: number): Promise<Measurement> {
   const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'spec.json');
   writeFileSync(file, JSON.stringify({ url, headers, bodies, seconds, connections: 10 }));
-  const cpuBefore = process.cpuUsage();
+  const cpuBefore = cpuMicros();
   const { stdout } = await promisify(execFile)(...apartFromServers(process.execPath, ['--import', 'tsx', new URL('./workers/post-loop.ts', import.meta.url).pathname, file]), {
     maxBuffer: 16 * 1024 * 1024,
   });

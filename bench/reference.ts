@@ -1,75 +1,121 @@
-import Fastify from 'fastify';
-import pg from 'pg';
-import { randomUUID } from 'node:crypto';
-import { visibleEmployeeQuery } from '../src/domain/employees.js';
-import { benchEachBackend, measureRounds, pairedRatio, schemaUrl, ROUNDS_NOTE, PAIRED_RATIO_NOTE, startBenchServer, type Backend } from './lib.js';
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { danaOf } from '../test/faults/support.js';
+import { startServeProcess, type ServerProcess } from '../test/faults/server-process.js';
+import { benchEachBackend, capacityRatio, createBenchSchema, measureRounds, pairedRatio, ROUNDS_NOTE, PAIRED_RATIO_NOTE, type Backend } from './lib.js';
 
 /*
- * The limit a read can reach here: plain Fastify running the project's own single-employee SQL
- * (visibleEmployeeQuery, with the admin's scope) as a named prepared statement, the API key checked
- * in a Map, against the project's GET /v4/employees/{id}, same data, same run. The ratio says how far
- * the project's hot path is from that limit; the other benchmarks' ratios are to the project's REST.
+ * The limit a read can reach here: plain Fastify running the project's own single-employee SQL as a
+ * named prepared statement, the API key checked in a Map (bench/workers/reference-server.ts), against
+ * the project's GET /v4/employees/{id}, same data, same run. Every server is a process of its own, as
+ * deployed: the project is the build of `svc-server serve`, silent and at the default log level (its
+ * lines to /dev/null). The ratio says how far the project's hot path is from that limit; the other
+ * benchmarks' ratios are to the project's REST.
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const SECRET_KEY = 'b'.repeat(64);
+const REFERENCE_SERVER = fileURLToPath(new URL('./workers/reference-server.ts', import.meta.url));
+
+/**
+ * Where each server process keeps the demo data: one PostgreSQL schema shared by all, or on PGlite,
+ * which is single-process, a copy each of the directory the seeding server left.
+ */
+async function demoStore(backend: Backend) {
+  const schema = backend === 'postgres' ? await createBenchSchema() : undefined;
+  const root = mkdtempSync(join(tmpdir(), 'bench-reference-'));
+  const seeded = join(root, 'seeded');
+  const envFor = (copy: string): Record<string, string> => {
+    if (schema) return { DATABASE_URL: schema.url };
+    const dir = join(root, copy);
+    if (copy !== 'seeded') cpSync(seeded, dir, { recursive: true });
+    return { DATA_DIR: dir };
+  };
+  const seeding = await startServeProcess(['--demo'], { ...envFor('seeded'), SVC_SECRET_KEY: SECRET_KEY }, { compiled: true });
+  await seeding.stop();
+  return {
+    demo: seeding.summary.demo!,
+    envFor,
+    async drop() {
+      await schema?.drop();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The reference server on `env`'s store; resolves with its URL and how to stop it. */
+async function startReference(env: Record<string, string>, key: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', REFERENCE_SERVER], {
+    env: { ...process.env, ...env, REFERENCE_KEY: key, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
+    void exited.then((code) => reject(new Error(`the reference server exited with ${String(code)} before listening`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
 
 async function run(backend: Backend) {
-  const server = await startBenchServer(backend);
-  // The same project at the default log level, as deployed (its lines to /dev/null).
-  const logging = await startBenchServer(backend, { logLevel: 'info' });
-  const pool = server.schema ? new pg.Pool({ connectionString: schemaUrl(server.schema), max: 10 }) : undefined;
-  const reference = Fastify();
+  const store = await demoStore(backend);
+  const servers: Array<{ stop(): Promise<unknown> }> = [];
   try {
-    const { demo } = server;
-    const key = demo.apiKeys.admin;
-    const principal = await server.core.auth.authenticate({ 'x-api-key': key });
-    const principals = new Map([[key, principal]]);
-    const { text } = visibleEmployeeQuery(principal, 'x').toQuery();
-    const query = async (id: string): Promise<unknown[]> => {
-      const { values } = visibleEmployeeQuery(principal, id).toQuery();
-      // PGlite has no named statements: its reference is the same SQL on the same in-process engine.
-      return pool ? (await pool.query({ name: 'employee_by_id', text, values })).rows : server.core.db.query(visibleEmployeeQuery(principal, id));
+    const env = (copy: string) => ({ ...store.envFor(copy), SVC_SECRET_KEY: SECRET_KEY });
+    const start = async (copy: string, logLevel?: string): Promise<ServerProcess> => {
+      const server = await startServeProcess([], env(copy), { compiled: true, ...(logLevel ? { logLevel } : {}) });
+      servers.push(server);
+      return server;
     };
-    reference.get<{ Params: { id: string } }>('/v4/employees/:id', async (request, reply) => {
-      const caller = principals.get(String(request.headers['x-api-key']));
-      if (!caller) return reply.code(401).send({ ok: false });
-      const [row] = await query(request.params.id);
-      if (!row) return reply.code(404).send({ ok: false });
-      return { ok: true, data: row, meta: { requestId: randomUUID() } };
-    });
-    const referenceUrl = await reference.listen({ host: '127.0.0.1', port: 0 });
-    const path = `/v4/employees/${demo.employees.dana}`;
+    const key = store.demo.apiKeys.admin!;
+    const project = await start('project');
+    const logging = await start('logging', 'info');
+    const reference = await startReference(store.envFor('reference'), key);
+    servers.push(reference);
     const headers = { 'x-api-key': key };
-    for (const base of [server.baseUrl, referenceUrl]) {
+    const path = `/v4/employees/${await danaOf(project.summary.url, key)}`;
+    for (const base of [project.summary.url, logging.summary.url, reference.url]) {
       const probe = await fetch(`${base}${path}`, { headers });
       if (!probe.ok) throw new Error(`${base}${path} answered ${probe.status}`);
     }
-    const { plain, project, logged } = await measureRounds(
+    const { plain, silent, logged } = await measureRounds(
       {
-        plain: { url: `${referenceUrl}${path}`, headers },
-        project: { url: `${server.baseUrl}${path}`, headers },
-        logged: { url: `${logging.baseUrl}/v4/employees/${logging.demo.employees.dana}`, headers: { 'x-api-key': logging.demo.apiKeys.admin } },
+        plain: { url: `${reference.url}${path}`, headers, serverPid: reference.pid },
+        silent: { url: `${project.summary.url}${path}`, headers, serverPid: project.child.pid! },
+        logged: { url: `${logging.summary.url}${path}`, headers, serverPid: logging.child.pid! },
       },
       SECONDS,
     );
+    const row = (label: string, m: typeof plain) => [backend, label, m.requestsPerSecond, m.p50, m.p99, m.errors, m.cpuMicrosPerRequest];
     return [
-      [backend, 'reference: Fastify + the same SQL, prepared', plain.requestsPerSecond, plain.p50, plain.p99, plain.errors],
-      [backend, 'project: GET /v4/employees/{id}', project.requestsPerSecond, project.p50, project.p99, project.errors],
-      [backend, 'ratio project ÷ reference', pairedRatio(project, plain), '', '', ''],
-      [backend, 'project at LOG_LEVEL=info (lines to /dev/null)', logged.requestsPerSecond, logged.p50, logged.p99, logged.errors],
-      [backend, 'ratio project at info ÷ reference', pairedRatio(logged, plain), '', '', ''],
+      row('reference: Fastify + the same SQL, prepared', plain),
+      row('project: GET /v4/employees/{id}', silent),
+      [backend, 'ratio project ÷ reference (capacity in the last column)', pairedRatio(silent, plain), '', '', '', capacityRatio(silent, plain)],
+      row('project at LOG_LEVEL=info (lines to /dev/null)', logged),
+      [backend, 'ratio project at info ÷ reference (capacity in the last column)', pairedRatio(logged, plain), '', '', '', capacityRatio(logged, plain)],
     ];
   } finally {
-    await reference.close();
-    await pool?.end();
-    await server.close();
-    await logging.close();
+    for (const server of servers) await server.stop();
+    await store.drop();
   }
 }
 
-await benchEachBackend('reference', ['store', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors'], run, [
-  `autocannon in a separate process, 10 connections, ${SECONDS} s per run, on loopback; the project silent, then at the default log level with its lines written to /dev/null.`,
+// The build of the sources as they are now: a stale one would measure other code.
+execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
+await benchEachBackend('reference', ['store', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/req'], run, [
+  `Three server processes on the same demo data: the reference (bench/workers/reference-server.ts), the build of \`svc-server serve\` silent, and the same at the default log level with its lines written to /dev/null; on PostgreSQL one schema, on PGlite a copy of one data directory each. autocannon in a separate process, 10 connections, ${SECONDS} s per run, on loopback.`,
   ROUNDS_NOTE,
   PAIRED_RATIO_NOTE,
+  'Server CPU µs/req: the server process’s CPU time (user and system, from /proc) over the requests answered, in the median run; on PGlite it includes the database. A capacity ratio: the reference’s CPU per request over the project’s, paired by round: the throughput ratio were the server’s CPU all that limited both.',
   'Target (issue 10): the project ≥ 0.8× the reference on PostgreSQL and on PGlite.',
 ]);

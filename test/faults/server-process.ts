@@ -33,20 +33,25 @@ export interface ServeOptions {
   compiled?: boolean;
   /** node's own flags. */
   nodeArgs?: string[];
+  /**
+   * Log at this level, the lines to /dev/null (the benchmarks' way of logging as deployed). The lines
+   * share stdout with the summary, so none is read: the summary is the URL once /healthz answers.
+   */
+  logLevel?: string;
 }
 
 /** Starts `serve --json` with `args` and `env`; resolves with its summary once it listens. */
 export async function startServeProcess(
   args: string[],
   env: NodeJS.ProcessEnv,
-  { startupMs = 90_000, compiled = false, nodeArgs = [] }: ServeOptions = {},
+  { startupMs = 90_000, compiled = false, nodeArgs = [], logLevel }: ServeOptions = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const entry = compiled ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'];
   const child = spawn(process.execPath, [...nodeArgs, ...entry, 'serve', '--json', '--port', String(port), ...args], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: logLevel ?? 'silent', ...env },
+    stdio: ['ignore', logLevel ? 'ignore' : 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -54,12 +59,15 @@ export async function startServeProcess(
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const summary = await new Promise<ServeSummary>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start within ${startupMs} ms: ${stderr}`)), startupMs);
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const started = (parsed: ServeSummary) => {
+      clearTimeout(timer);
+      resolve(parsed);
+    };
+    if (logLevel) void untilHealthy(`http://127.0.0.1:${port}`, exited).then((url) => url && started({ url, store: 'not read (logs to /dev/null)' }));
+    child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       try {
-        const parsed = JSON.parse(stdout) as ServeSummary;
-        clearTimeout(timer);
-        resolve(parsed);
+        started(JSON.parse(stdout) as ServeSummary);
       } catch {
         // The summary is not complete yet.
       }
@@ -82,4 +90,19 @@ export async function startServeProcess(
       return exited;
     },
   };
+}
+
+/** `url` once its /healthz answers 200; undefined if the process exits first. */
+async function untilHealthy(url: string, exited: Promise<unknown>): Promise<string | undefined> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  while (!gone) {
+    const healthy = await fetch(`${url}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (healthy) return url;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return undefined;
 }
