@@ -248,7 +248,7 @@ export interface LoadTarget {
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 /**
- * The targets measured in turn, round after round (BENCH_ROUNDS, 3 by default); each gets its run of
+ * The targets measured in turn, round after round, every other round in reverse (BENCH_ROUNDS, 3 by default); each gets its run of
  * median req/s and the errors of all its runs. Ratios compare targets measured side by side: on this
  * machine one 5 s run of the same server swung by up to 30 % from the next.
  */
@@ -256,7 +256,8 @@ export async function measureRounds<K extends string>(targets: Record<K, LoadTar
   const names = Object.keys(targets) as K[];
   const runs = new Map<K, Measurement[]>(names.map((name) => [name, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const name of names) {
+    // Every other round in reverse: a row always measured after another would carry what that one left behind.
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
       const { url, headers, post, serverPid } = targets[name];
       runs.get(name)!.push(await measure(url, headers, seconds, 10, post, serverPid));
     }
@@ -304,7 +305,7 @@ export function capacityRatio(a: RoundsMeasurement, b: RoundsMeasurement): strin
 }
 
 /** How the rows of measureRounds were chosen, for a benchmark's notes. */
-export const ROUNDS_NOTE = `Each row: the median-throughput run of ${ROUNDS} rounds in which the rows were measured in turn (BENCH_ROUNDS); its errors are those of all its runs.`;
+export const ROUNDS_NOTE = `Each row: the median-throughput run of ${ROUNDS} rounds in which the rows were measured in turn, every other round in reverse order (BENCH_ROUNDS); its errors are those of all its runs.`;
 
 /** How pairedRatio's figures read, for the notes of a benchmark that quotes them. */
 export const PAIRED_RATIO_NOTE = `A ratio (pairedRatio): the median of its ${ROUNDS} ratios within a round, then their range in brackets; rows of one round run back to back.`;
