@@ -27,8 +27,8 @@ function failure(error: AppError): { status: number; body: V4Envelope } {
 /**
  * The in-process client of each request: every call is authenticated and invoked exactly as the v4
  * REST layer does, errors included. A bridge key's principal is kept until credentials change, as the
- * authenticator keeps its key row: a profile of a v2 read showed the second authentication (hash,
- * constant-time compare, principal) among the largest costs v2 adds. Only a success is kept, so a
+ * authenticator keeps its key's: a profile of a v2 read showed the second authentication (hash,
+ * constant-time compare) among the largest costs v2 adds. Only a success is kept, so a
  * revoked bridge key or disabled user fails on the next call. Keyed by the bridge key itself, which
  * never comes from a caller, so the lookup reveals nothing. The bridge key's own last use is then
  * written only on a load; the legacy key's, which the cutover reads, is still recorded per call.

@@ -8,11 +8,7 @@ export class Sql {
    * thousand): such a statement is planned with its values on every call, never from a cached plan.
    */
   readonly plannedPerCall: boolean;
-  /**
-   * The text of a fragment without parameters (column lists, joins, module constants), rendered once:
-   * it reads the same wherever it is inlined, and the hot reads are mostly such fragments.
-   */
-  private fixedText: string | undefined;
+  /** Whether any parameter is inside: collecting the values skips the fragments without (column lists, joins). */
   private readonly hasParameters: boolean;
 
   constructor(
@@ -60,11 +56,6 @@ export class Sql {
   }
 
   private render(values: unknown[]): string {
-    if (!this.hasParameters) return (this.fixedText ??= this.renderParts(values));
-    return this.renderParts(values);
-  }
-
-  private renderParts(values: unknown[]): string {
     let text = this.strings[0] ?? '';
     for (let i = 0; i < this.values.length; i++) {
       const value = this.values[i];

@@ -136,6 +136,18 @@ describe.each(backends())('authentication [%s]', (backend) => {
       expect(after.body.error).toMatchObject({ code: 'missing_capability', details: { required: 'mcp:teams:read' } });
     });
 
+    it("follows a change to the user's scope on the next call (the key's principal is cached)", async () => {
+      const api = client(t.app, t.demo.apiKeys.manager);
+      expect((await api.get('/v4/me')).body.data.scope.regions).toEqual(['DE']);
+      await t.core.db.query(sql`INSERT INTO manager_regions (user_id, country) VALUES (${t.demo.users.manager}, 'FR')`);
+      try {
+        expect((await api.get('/v4/me')).body.data.scope.regions).toEqual(['DE', 'FR']);
+      } finally {
+        await t.core.db.query(sql`DELETE FROM manager_regions WHERE user_id = ${t.demo.users.manager} AND country = 'FR'`);
+      }
+      expect((await api.get('/v4/me')).body.data.scope.regions).toEqual(['DE']);
+    });
+
     it('treats capabilities as flat: teams:write alone cannot read teams', async () => {
       const writeOnly = await keyWith(t, 'admin', ['mcp:teams:write']);
       const res = await client(t.app, writeOnly).get('/v4/teams');
