@@ -5,12 +5,27 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { danaOf } from '../test/faults/support.js';
 import { startServeProcess, type ServerProcess } from '../test/faults/server-process.js';
-import { benchEachBackend, capacityRatio, createBenchSchema, measureRounds, pairedRatio, ROUNDS_NOTE, PAIRED_RATIO_NOTE, type Backend } from './lib.js';
+import {
+  benchEachBackend,
+  capacityRatio,
+  createBenchSchema,
+  measureRounds,
+  openMcpSession,
+  pairedRatio,
+  ROUNDS_NOTE,
+  PAIRED_RATIO_NOTE,
+  type Backend,
+  type LoadTarget,
+} from './lib.js';
+
+interface McpAnswer {
+  result?: { structuredContent?: { id?: string } };
+}
 
 /*
  * The limit a read can reach here: plain Fastify running the project's own single-employee SQL as a
  * named prepared statement, the API key checked in a Map (bench/workers/reference-server.ts), against
- * the project's GET /v4/employees/{id}, same data, same run. Every server is a process of its own, as
+ * the project's GET /v4/employees/{id}, same data, same run; and the same for an MCP tools/call. Every server is a process of its own, as
  * deployed: the project is the build of `svc-server serve`, silent and at the default log level (its
  * lines to /dev/null). The ratio says how far the project's hot path is from that limit; the other
  * benchmarks' ratios are to the project's REST.
@@ -83,26 +98,41 @@ async function run(backend: Backend) {
     const reference = await startReference(store.envFor('reference'), key);
     servers.push(reference);
     const headers = { 'x-api-key': key };
-    const path = `/v4/employees/${await danaOf(project.summary.url, key)}`;
+    const id = await danaOf(project.summary.url, key);
+    const path = `/v4/employees/${id}`;
     for (const base of [project.summary.url, logging.summary.url, reference.url]) {
       const probe = await fetch(`${base}${path}`, { headers });
       if (!probe.ok) throw new Error(`${base}${path} answered ${probe.status}`);
     }
-    const { plain, silent, logged } = await measureRounds(
+    const mcpCall = await openMcpSession(`${project.summary.url}/mcp`, headers, { name: 'get_employee', arguments: { id } });
+    const mcp = (base: string, pid: number): LoadTarget => ({ url: `${base}/mcp`, headers: mcpCall.callHeaders, post: { body: mcpCall.body }, serverPid: pid });
+    for (const target of [mcp(project.summary.url, 0), mcp(reference.url, 0)]) {
+      const answer = (await (await fetch(target.url, { method: 'POST', headers: target.headers, body: target.post!.body })).json()) as McpAnswer;
+      if (answer.result?.structuredContent?.id !== id) throw new Error(`${target.url} answered ${JSON.stringify(answer)}`);
+    }
+    const { plain, silent, logged, plainMcp, projectMcp } = await measureRounds(
       {
         plain: { url: `${reference.url}${path}`, headers, serverPid: reference.pid },
         silent: { url: `${project.summary.url}${path}`, headers, serverPid: project.child.pid! },
         logged: { url: `${logging.summary.url}${path}`, headers, serverPid: logging.child.pid! },
+        plainMcp: mcp(reference.url, reference.pid),
+        projectMcp: mcp(project.summary.url, project.child.pid!),
       },
       SECONDS,
     );
     const row = (label: string, m: typeof plain) => [backend, label, m.requestsPerSecond, m.p50, m.p99, m.errors, m.cpuMicrosPerRequest];
+    const ratio = (label: string, a: typeof plain, b: typeof plain) => [backend, label, pairedRatio(a, b), '', '', '', capacityRatio(a, b)];
     return [
       row('reference: Fastify + the same SQL, prepared', plain),
       row('project: GET /v4/employees/{id}', silent),
-      [backend, 'ratio project ÷ reference (capacity in the last column)', pairedRatio(silent, plain), '', '', '', capacityRatio(silent, plain)],
+      ratio('ratio project ÷ reference (capacity in the last column)', silent, plain),
       row('project at LOG_LEVEL=info (lines to /dev/null)', logged),
-      [backend, 'ratio project at info ÷ reference (capacity in the last column)', pairedRatio(logged, plain), '', '', '', capacityRatio(logged, plain)],
+      ratio('ratio project at info ÷ reference (capacity in the last column)', logged, plain),
+      row('reference: MCP tools/call get_employee, a plain POST route', plainMcp),
+      ratio('ratio reference MCP ÷ reference REST: what the protocol costs', plainMcp, plain),
+      row('project: MCP tools/call get_employee (2025-11-25 session)', projectMcp),
+      ratio('ratio project MCP ÷ reference MCP', projectMcp, plainMcp),
+      ratio('ratio project MCP ÷ project REST', projectMcp, silent),
     ];
   } finally {
     for (const server of servers) await server.stop();
@@ -117,5 +147,6 @@ await benchEachBackend('reference', ['store', 'server', 'req/s', 'p50 ms', 'p99 
   ROUNDS_NOTE,
   PAIRED_RATIO_NOTE,
   'Server CPU µs/req: the server process’s CPU time (user and system, from /proc) over the requests answered, in the median run; on PGlite it includes the database. A capacity ratio: the reference’s CPU per request over the project’s, paired by round: the throughput ratio were the server’s CPU all that limited both.',
-  'Target (issue 10): the project ≥ 0.8× the reference on PostgreSQL and on PGlite.',
+  'The MCP rows: tools/call get_employee in an open 2025-11-25 session on the silent project, and the same POST to the reference, which parses the JSON-RPC body, runs the same statement and answers the result as the spec shapes it (structuredContent, and the same JSON in a text block): the least the protocol costs over REST, with no session, SDK or schema checks.',
+  'Targets (issue 10): the project ≥ 0.8× the reference on PostgreSQL and on PGlite; MCP tools/call ≥ 0.8× REST.',
 ]);

@@ -40,6 +40,18 @@ app.get<{ Params: { id: string } }>('/v4/employees/:id', async (request, reply) 
   return { ok: true, data: row, meta: { requestId: randomUUID() } };
 });
 
+// The least an MCP tools/call get_employee can cost: the JSON-RPC body parsed, the same statement,
+// and the result as the spec shapes it (structuredContent and the same JSON as a text block).
+app.post<{ Body: { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: { id?: unknown } } } }>('/mcp', async (request, reply) => {
+  const caller = principals.get(String(request.headers['x-api-key']));
+  if (!caller) return reply.code(401).send({ ok: false });
+  const { id, method, params } = request.body;
+  if (method !== 'tools/call' || params?.name !== 'get_employee' || typeof params.arguments?.id !== 'string') return reply.code(400).send({ ok: false });
+  const [row] = await employeeById(params.arguments.id);
+  const text = JSON.stringify(row ?? null);
+  return reply.type('application/json').send(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}}`);
+});
+
 const url = await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) });
 process.stdout.write(`${url}\n`);
 process.once('SIGTERM', () => {

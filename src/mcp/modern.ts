@@ -38,7 +38,7 @@ import {
   type ElicitationCapability,
   type McpCallContext,
 } from './tool-calls.js';
-import { errorResult, listTools, toolAnswerJson, toolOperation, type ToolResult } from './tools.js';
+import { errorResult, listTools, resultFields, toolAnswerJson, toolOperation, type ToolResult } from './tools.js';
 
 /*
  * The 2026-07-28 revision on SDK v2: no initialize and no session; every request carries its
@@ -212,6 +212,8 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
 
   // Who the server is does not change while it runs: built once, not per request.
   const { serverInfo, ...offer } = serverIdentity(core);
+  // The fields the SDK stamps on a completed result.
+  const completed = resultFields({ resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: serverInfo } });
 
   function createServer(ctx: McpCallContext): Server {
     const server = new Server(serverInfo, {
@@ -286,7 +288,7 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
     const call = directToolCall(ctx, params.name, params.arguments, capabilities);
     if (!call) return undefined;
     const result = await runTool(ctx, call.op, call.input);
-    return toolAnswerJson(body.id, result, { resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: serverInfo } });
+    return toolAnswerJson(body.id, result, completed);
   }
 
   return {

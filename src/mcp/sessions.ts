@@ -48,6 +48,17 @@ export const DEFAULT_SESSION_IDLE_SECONDS = 60 * 60;
 
 const sessionKey = (id: string) => `mcp:session:${id}`;
 
+/** Parsed session records kept per store; beyond, the cache starts over (a record is small, a parse cheap). */
+const PARSED_SESSIONS_KEPT = 1_000;
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 /**
  * Sessions as JSON records in the shared state, expiring when idle: with Redis every instance
  * serves every session; without it the process's own store serves the single instance. The id
@@ -55,6 +66,17 @@ const sessionKey = (id: string) => `mcp:session:${id}`;
  * Every method throws SharedStateUnavailable while Redis is down.
  */
 export function sharedSessionStore(shared: SharedState, idleSeconds = DEFAULT_SESSION_IDLE_SECONDS): SessionStore {
+  // A session's record never changes, and every call of the session reads it: parsed once, frozen, shared.
+  const parsedRecords = new Map<string, McpSession>();
+  const parsed = (record: string): McpSession => {
+    let session = parsedRecords.get(record);
+    if (session === undefined) {
+      session = deepFreeze(JSON.parse(record) as McpSession);
+      if (parsedRecords.size >= PARSED_SESSIONS_KEPT) parsedRecords.clear();
+      parsedRecords.set(record, session);
+    }
+    return session;
+  };
   return {
     async create(session) {
       await shared.set(sessionKey(session.id), JSON.stringify(session), idleSeconds);
@@ -62,7 +84,7 @@ export function sharedSessionStore(shared: SharedState, idleSeconds = DEFAULT_SE
     async get(id) {
       // One round trip: restarting the idle clock of a missing key does nothing.
       const [record] = await Promise.all([shared.get(sessionKey(id)), shared.touch(sessionKey(id), idleSeconds)]);
-      return record === undefined ? undefined : (JSON.parse(record) as McpSession);
+      return record === undefined ? undefined : parsed(record);
     },
     async delete(id) {
       await shared.delete(sessionKey(id));

@@ -72,35 +72,47 @@ export function listTools(principal: Principal, baseUrl: string): Tool[] {
   });
 }
 
+/** Marks a success whose structuredContent serializes to exactly its text block's JSON. */
+const STRUCTURED_AS_TEXT = Symbol('structuredContent is the text block');
+
 /** A tool result in the form both SDK generations accept (v2 widens structuredContent to any JSON value). */
 export interface ToolResult {
   [key: string]: unknown;
   content: { type: 'text'; text: string }[];
   structuredContent?: Record<string, unknown>;
   isError?: boolean;
+  /** Symbol-keyed: neither JSON nor the SDK's schemas see it. */
+  [STRUCTURED_AS_TEXT]?: true;
 }
-
-/** What each success's structuredContent serializes to: its text block holds exactly that JSON. */
-const STRUCTURED_JSON = new WeakMap<ToolResult, string>();
 
 /** A success: the data as structuredContent and as the JSON text block older clients read. */
 export function successResult(data: unknown): ToolResult {
   // Operation outputs are JSON values already (REST serializes the same object).
-  const text = JSON.stringify(data);
-  const result: ToolResult = { content: [{ type: 'text', text }], structuredContent: data as Record<string, unknown> };
-  STRUCTURED_JSON.set(result, text);
-  return result;
+  return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data as Record<string, unknown>, [STRUCTURED_AS_TEXT]: true };
 }
+
+/** Fields a kind of answer adds to every result, with their JSON members written once (not per call). */
+export interface ResultFields {
+  readonly fields: Readonly<Record<string, unknown>>;
+  readonly members: string;
+}
+
+export function resultFields(fields: Record<string, unknown>): ResultFields {
+  return { fields, members: JSON.stringify(fields).slice(1, -1) };
+}
+
+const NO_FIELDS = resultFields({});
 
 /**
  * The JSON-RPC answer carrying a tool result, as JSON text, with `extra` result fields. A success's
  * structuredContent is written as the JSON its text block already holds, not serialized a second time.
  */
-export function toolAnswerJson(id: string | number, result: ToolResult, extra: Record<string, unknown> = {}): string {
-  const structured = STRUCTURED_JSON.get(result);
-  if (structured === undefined) return JSON.stringify({ jsonrpc: '2.0', id, result: { ...result, ...extra } });
-  const { structuredContent: _written, ...rest } = result;
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"structuredContent":${structured},${JSON.stringify({ ...rest, ...extra }).slice(1)}}`;
+export function toolAnswerJson(id: string | number, result: ToolResult, extra: ResultFields = NO_FIELDS): string {
+  const structured = result[STRUCTURED_AS_TEXT] ? result.content[0]?.text : undefined;
+  if (structured === undefined) return JSON.stringify({ jsonrpc: '2.0', id, result: { ...result, ...extra.fields } });
+  const content = `[{"type":"text","text":${JSON.stringify(structured)}}]`;
+  const more = extra.members === '' ? '' : `,${extra.members}`;
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":${content},"structuredContent":${structured}${more}}}`;
 }
 
 /** A failure with the code and message REST would answer, so agents and integrations see one vocabulary. */

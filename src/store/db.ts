@@ -216,11 +216,11 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const runPrepared = async <R>(statement: Sql) => {
     const { text, values } = statement.toQuery();
     const target = statement.plannedPerCall ? planningPool : pool;
-    const name = names.nameFor(text);
+    const named = names.namedFor(text);
     try {
-      return (await target.query(name === undefined ? { text, values } : { name, text, values })).rows as R[];
+      return (await (named === undefined ? target.query(text, values) : target.query(named, values))).rows as R[];
     } catch (error) {
-      if (name === undefined || names.failed(error) === undefined) throw connectionLost(error);
+      if (named === undefined || names.failed(error) === undefined) throw connectionLost(error);
       return run<R>(target, statement);
     }
   };
