@@ -48,8 +48,9 @@ export const DEFAULT_SESSION_IDLE_SECONDS = 60 * 60;
 
 const sessionKey = (id: string) => `mcp:session:${id}`;
 
-/** Parsed session records kept per store; beyond, the cache starts over (a record is small, a parse cheap). */
+/** Parsed session records kept per store, each at most this long; beyond, the cache starts over (at most ~8 MiB). */
 const PARSED_SESSIONS_KEPT = 1_000;
+const PARSED_SESSION_MAX_CHARS = 4_096;
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null) {
@@ -67,11 +68,13 @@ function deepFreeze<T>(value: T): T {
  */
 export function sharedSessionStore(shared: SharedState, idleSeconds = DEFAULT_SESSION_IDLE_SECONDS): SessionStore {
   // A session's record never changes, and every call of the session reads it: parsed once, frozen, shared.
+  // Only small records are kept: a client's capabilities and info could make one as large as a request body.
   const parsedRecords = new Map<string, McpSession>();
   const parsed = (record: string): McpSession => {
     let session = parsedRecords.get(record);
     if (session === undefined) {
       session = deepFreeze(JSON.parse(record) as McpSession);
+      if (record.length > PARSED_SESSION_MAX_CHARS) return session;
       if (parsedRecords.size >= PARSED_SESSIONS_KEPT) parsedRecords.clear();
       parsedRecords.set(record, session);
     }

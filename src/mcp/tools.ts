@@ -108,7 +108,9 @@ const NO_FIELDS = resultFields({});
  * structuredContent is written as the JSON its text block already holds, not serialized a second time.
  */
 export function toolAnswerJson(id: string | number, result: ToolResult, extra: ResultFields = NO_FIELDS): string {
-  const structured = result[STRUCTURED_AS_TEXT] ? result.content[0]?.text : undefined;
+  // Only a success as successResult made it: a copy with other fields (`{ ...result, _meta }`) keeps the mark.
+  const plain = result[STRUCTURED_AS_TEXT] === true && result.content.length === 1 && Object.keys(result).length === 2;
+  const structured = plain ? result.content[0]?.text : undefined;
   if (structured === undefined) return JSON.stringify({ jsonrpc: '2.0', id, result: { ...result, ...extra.fields } });
   const content = `[{"type":"text","text":${JSON.stringify(structured)}}]`;
   const more = extra.members === '' ? '' : `,${extra.members}`;

@@ -44,6 +44,14 @@ describe.each(sharedStateKinds())('MCP sessions over shared state: %s', (kind) =
     expect(await sessions.get(two.id)).toEqual(two);
   });
 
+  it('reads a large session record (not kept parsed) as created too', async () => {
+    const sessions = sharedSessionStore(state);
+    const large = { ...session(), clientInfo: { name: 'x'.repeat(10_000), version: '1.0.0' } };
+    await sessions.create(large);
+    expect(await sessions.get(large.id)).toEqual(large);
+    expect(await sessions.get(large.id)).toEqual(large);
+  });
+
   it('forgets a session left idle past its time', async () => {
     const sessions = sharedSessionStore(state, 1);
     const one = session();

@@ -15,9 +15,11 @@ describe('toolAnswerJson', () => {
     expect(JSON.parse(toolAnswerJson(id, result)).result.structuredContent).toEqual(data);
   });
 
-  it('a failure, and a result not made by successResult', () => {
+  it('a failure, a success copied with more fields, and a result not made by successResult', () => {
     const failure = errorResult(new AppError(404, 'not_found', 'Employee emp_x not found'));
     expect(JSON.parse(toolAnswerJson(1, failure, resultFields(extra)))).toEqual(serialized({ jsonrpc: '2.0', id: 1, result: { ...failure, ...extra } }));
+    const widened = { ...successResult(data), _meta: { note: 'kept' } };
+    expect(JSON.parse(toolAnswerJson(1, widened))).toEqual(serialized({ jsonrpc: '2.0', id: 1, result: widened }));
     const handMade = { content: [{ type: 'text' as const, text: '{}' }], structuredContent: { other: true } };
     expect(JSON.parse(toolAnswerJson(1, handMade)).result.structuredContent).toEqual({ other: true });
   });
