@@ -115,6 +115,14 @@ export async function openMcpSession(
   };
 }
 
+/** Throws unless the tools/call get_employee POSTed to `url` answers employee `id` (not an error result). */
+export async function expectMcpEmployee(url: string, call: { callHeaders: Record<string, string>; body: string }, id: string): Promise<void> {
+  const answer = (await (await fetch(url, { method: 'POST', headers: call.callHeaders, body: call.body })).json()) as {
+    result?: { isError?: boolean; structuredContent?: { id?: string } };
+  };
+  if (answer.result?.isError || answer.result?.structuredContent?.id !== id) throw new Error(`${url}: get_employee answered ${JSON.stringify(answer)}`);
+}
+
 /** A 2026-07-28 tools/call as a conforming client sends it: no session, the `_meta` envelope and the routing headers. */
 export function modernToolCall(
   key: Record<string, string>,

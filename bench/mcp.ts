@@ -1,4 +1,4 @@
-import { capacityRatio, measureRounds, modernToolCall, pairedRatio, openMcpSession, startBenchServer, benchEachBackend, ROUNDS_NOTE, PAIRED_RATIO_NOTE, CAPACITY_RATIO_NOTE, type Backend, type LoadTarget } from './lib.js';
+import { capacityRatio, expectMcpEmployee, measureRounds, modernToolCall, pairedRatio, openMcpSession, startBenchServer, benchEachBackend, ROUNDS_NOTE, PAIRED_RATIO_NOTE, CAPACITY_RATIO_NOTE, type Backend, type LoadTarget } from './lib.js';
 
 /*
  * The cost of the MCP layer, per protocol revision: tools/call get_employee in an open 2025-11-25
@@ -22,12 +22,7 @@ async function run(backend: Backend) {
     ] as const;
 
     // Each call must answer the employee, not an error result, before its speed means anything.
-    for (const [era, { callHeaders, body }] of eras) {
-      const probe = (await (await fetch(mcpUrl, { method: 'POST', headers: callHeaders, body })).json()) as {
-        result?: { isError?: boolean; structuredContent?: { id?: string } };
-      };
-      if (probe.result?.isError || probe.result?.structuredContent?.id !== id) throw new Error(`${era}: get_employee answered ${JSON.stringify(probe)}`);
-    }
+    for (const [, call] of eras) await expectMcpEmployee(mcpUrl, call, id);
 
     const targets: Record<string, LoadTarget> = { rest: { url: `${server.baseUrl}/v4/employees/${id}`, headers: key } };
     for (const [era, { callHeaders, body }] of eras) targets[era] = { url: mcpUrl, headers: callHeaders, post: { body } };

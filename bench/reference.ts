@@ -9,6 +9,7 @@ import {
   benchEachBackend,
   capacityRatio,
   createBenchSchema,
+  expectMcpEmployee,
   measureRounds,
   openMcpSession,
   pairedRatio,
@@ -17,10 +18,6 @@ import {
   type Backend,
   type LoadTarget,
 } from './lib.js';
-
-interface McpAnswer {
-  result?: { structuredContent?: { id?: string } };
-}
 
 /*
  * The limit a read can reach here: plain Fastify running the project's own single-employee SQL as a
@@ -106,10 +103,7 @@ async function run(backend: Backend) {
     }
     const mcpCall = await openMcpSession(`${project.summary.url}/mcp`, headers, { name: 'get_employee', arguments: { id } });
     const mcp = (base: string, pid: number): LoadTarget => ({ url: `${base}/mcp`, headers: mcpCall.callHeaders, post: { body: mcpCall.body }, serverPid: pid });
-    for (const target of [mcp(project.summary.url, 0), mcp(reference.url, 0)]) {
-      const answer = (await (await fetch(target.url, { method: 'POST', headers: target.headers, body: target.post!.body })).json()) as McpAnswer;
-      if (answer.result?.structuredContent?.id !== id) throw new Error(`${target.url} answered ${JSON.stringify(answer)}`);
-    }
+    for (const base of [project.summary.url, reference.url]) await expectMcpEmployee(`${base}/mcp`, mcpCall, id);
     const { plain, silent, logged, plainMcp, projectMcp } = await measureRounds(
       {
         plain: { url: `${reference.url}${path}`, headers, serverPid: reference.pid },

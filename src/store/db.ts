@@ -217,10 +217,11 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     const { text, values } = statement.toQuery();
     const target = statement.plannedPerCall ? planningPool : pool;
     const named = names.namedFor(text);
+    if (named === undefined) return run<R>(target, statement);
     try {
-      return (await (named === undefined ? target.query(text, values) : target.query(named, values))).rows as R[];
+      return (await target.query(named, values)).rows as R[];
     } catch (error) {
-      if (named === undefined || names.failed(error) === undefined) throw connectionLost(error);
+      if (names.failed(error) === undefined) throw connectionLost(error);
       return run<R>(target, statement);
     }
   };
