@@ -10,6 +10,7 @@ import { createCore } from '../src/core.js';
 import { buildGatewayApp } from '../src/gateway/gateway-app.js';
 import { sql } from '../src/store/sql.js';
 import { createLegacyKey } from '../src/gateway/legacy-keys.js';
+import { untilHealthy } from '../test/helpers/healthz.js';
 import { freePort } from '../test/helpers/ports.js';
 import { apartFromServers, capacityRatio, measureRounds, pairedRatio, startBenchServer, benchEachBackend, schemaUrl, ROUNDS_NOTE, PAIRED_RATIO_NOTE, CAPACITY_RATIO_NOTE, type Backend, type LoadTarget, type RoundsMeasurement } from './lib.js';
 
@@ -62,9 +63,8 @@ http {
   const child: ChildProcess = spawn(...apartFromServers('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf')]), { stdio: 'inherit' });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; !(await fetch(`${url}/healthz`).then((r) => r.ok, () => false)); i++) {
-    if (i > 50) throw new Error('nginx did not start (is Debian’s nginx installed? apt-get install -y nginx)');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  if (!(await untilHealthy(url, child, { timeoutMs: 5_000 }))) {
+    throw new Error('nginx did not start (is Debian’s nginx installed? apt-get install -y nginx)');
   }
   return {
     url,

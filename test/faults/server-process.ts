@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { untilHealthy } from '../helpers/healthz.js';
 import { freePort } from '../helpers/ports.js';
 
 /*
@@ -38,17 +39,20 @@ export interface ServeOptions {
    * share stdout with the summary, so none is read: the summary is the URL once /healthz answers.
    */
   logLevel?: string;
+  /** A command that runs node, the server's command line after it (a benchmark's valgrind, counting instructions). */
+  launcher?: string[];
 }
 
 /** Starts `serve --json` with `args` and `env`; resolves with its summary once it listens. */
 export async function startServeProcess(
   args: string[],
   env: NodeJS.ProcessEnv,
-  { startupMs = 90_000, compiled = false, nodeArgs = [], logLevel }: ServeOptions = {},
+  { startupMs = 90_000, compiled = false, nodeArgs = [], logLevel, launcher = [] }: ServeOptions = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const entry = compiled ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'];
-  const child = spawn(process.execPath, [...nodeArgs, ...entry, 'serve', '--json', '--port', String(port), ...args], {
+  const [command, ...commandArgs] = [...launcher, process.execPath, ...nodeArgs, ...entry, 'serve', '--json', '--port', String(port), ...args];
+  const child = spawn(command!, commandArgs, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: logLevel ?? 'silent', ...env },
     stdio: ['ignore', logLevel ? 'ignore' : 'pipe', 'pipe'],
@@ -58,12 +62,21 @@ export async function startServeProcess(
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const summary = await new Promise<ServeSummary>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start within ${startupMs} ms: ${stderr}`)), startupMs);
+    // A server that never came up is not left running behind the failure.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start within ${startupMs} ms: ${stderr}`));
+    }, startupMs);
     const started = (parsed: ServeSummary) => {
       clearTimeout(timer);
       resolve(parsed);
     };
-    if (logLevel) void untilHealthy(`http://127.0.0.1:${port}`, exited).then((url) => url && started({ url, store: 'not read (logs to /dev/null)' }));
+    const url = `http://127.0.0.1:${port}`;
+    if (logLevel) {
+      void untilHealthy(url, child, { timeoutMs: startupMs }).then(
+        (healthy) => healthy && started({ url, store: 'not read (logs to /dev/null)' }),
+      );
+    }
     child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       try {
@@ -90,19 +103,4 @@ export async function startServeProcess(
       return exited;
     },
   };
-}
-
-/** `url` once its /healthz answers 200; undefined if the process exits first. */
-async function untilHealthy(url: string, exited: Promise<unknown>): Promise<string | undefined> {
-  let gone = false;
-  void exited.then(() => (gone = true));
-  while (!gone) {
-    const healthy = await fetch(`${url}/healthz`).then(
-      (response) => response.ok,
-      () => false,
-    );
-    if (healthy) return url;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return undefined;
 }

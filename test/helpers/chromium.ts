@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { inject } from 'vitest';
+import { untilHealthy } from './healthz.js';
 import { freePort } from './ports.js';
 
 /**
@@ -54,12 +55,9 @@ export async function startDemoInBrowser(viewport: { width: number; height: numb
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    let up = false;
-    for (let i = 0; i < 200 && !up; i++) {
-      up = await fetch(`${baseUrl}/healthz`).then((r) => r.ok, () => false);
-      if (!up) await new Promise((r) => setTimeout(r, 250));
+    if (!(await untilHealthy(baseUrl, server, { timeoutMs: 50_000, intervalMs: 250 }))) {
+      throw new Error(`the demo server did not start (exit code ${server.exitCode})`);
     }
-    if (!up) throw new Error('the demo server did not start');
     browser = await launchChromium();
     return { baseUrl, dataDir, page: await browser.newPage({ viewport }), close };
   } catch (error) {

@@ -1,0 +1,23 @@
+import type { ChildProcess } from 'node:child_process';
+
+/**
+ * Waits for a server started as a child process: polls `${url}/healthz` until it answers 200.
+ * False once the process has exited (no point polling a dead server) or `timeoutMs` has passed.
+ */
+export async function untilHealthy(
+  url: string,
+  server: ChildProcess,
+  { timeoutMs, intervalMs = 100 }: { timeoutMs: number; intervalMs?: number },
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  const exited = () => server.exitCode !== null || server.signalCode !== null;
+  while (!exited() && Date.now() < deadline) {
+    const healthy = await fetch(`${url}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (healthy) return true;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  return false;
+}
