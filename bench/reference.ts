@@ -1,14 +1,9 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
 import { danaOf } from '../test/faults/support.js';
-import { startServeProcess, type ServerProcess } from '../test/faults/server-process.js';
+import type { ServerProcess } from '../test/faults/server-process.js';
 import {
   benchEachBackend,
   capacityRatio,
-  createBenchSchema,
   expectMcpEmployee,
   measureRounds,
   openMcpSession,
@@ -18,6 +13,7 @@ import {
   type Backend,
   type LoadTarget,
 } from './lib.js';
+import { demoStore, startReference } from './servers.js';
 
 /*
  * The limit a read can reach here: plain Fastify running the project's own single-employee SQL as a
@@ -29,63 +25,13 @@ import {
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const SECRET_KEY = 'b'.repeat(64);
-const REFERENCE_SERVER = fileURLToPath(new URL('./workers/reference-server.ts', import.meta.url));
-
-/**
- * Where each server process keeps the demo data: one PostgreSQL schema shared by all, or on PGlite,
- * which is single-process, a copy each of the directory the seeding server left.
- */
-async function demoStore(backend: Backend) {
-  const schema = backend === 'postgres' ? await createBenchSchema() : undefined;
-  const root = mkdtempSync(join(tmpdir(), 'bench-reference-'));
-  const seeded = join(root, 'seeded');
-  const envFor = (copy: string): Record<string, string> => {
-    if (schema) return { DATABASE_URL: schema.url };
-    const dir = join(root, copy);
-    if (copy !== 'seeded') cpSync(seeded, dir, { recursive: true });
-    return { DATA_DIR: dir };
-  };
-  const seeding = await startServeProcess(['--demo'], { ...envFor('seeded'), SVC_SECRET_KEY: SECRET_KEY }, { compiled: true });
-  await seeding.stop();
-  return {
-    demo: seeding.summary.demo!,
-    envFor,
-    async drop() {
-      await schema?.drop();
-      rmSync(root, { recursive: true, force: true });
-    },
-  };
-}
-
-/** The reference server on `env`'s store; resolves with its URL and how to stop it. */
-async function startReference(env: Record<string, string>, key: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', REFERENCE_SERVER], {
-    env: { ...process.env, ...env, REFERENCE_KEY: key, PORT: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
-    void exited.then((code) => reject(new Error(`the reference server exited with ${String(code)} before listening`)));
-  });
-  return {
-    url,
-    pid: child.pid!,
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
 
 async function run(backend: Backend) {
   const store = await demoStore(backend);
   const servers: Array<{ stop(): Promise<unknown> }> = [];
   try {
-    const env = (copy: string) => ({ ...store.envFor(copy), SVC_SECRET_KEY: SECRET_KEY });
     const start = async (copy: string, logLevel?: string): Promise<ServerProcess> => {
-      const server = await startServeProcess([], env(copy), { compiled: true, ...(logLevel ? { logLevel } : {}) });
+      const server = await store.startProject(copy, logLevel ? { logLevel } : {});
       servers.push(server);
       return server;
     };
