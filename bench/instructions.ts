@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +24,7 @@ import { demoStore, startReference } from './servers.js';
 const WARMUP_REQUESTS = Number(process.env.BENCH_WARMUP_REQUESTS ?? 2000);
 const COUNTED_REQUESTS = Number(process.env.BENCH_COUNTED_REQUESTS ?? 1000);
 const STARTUP_MS = 600_000;
+const CONTROL_TIMEOUT_MS = 60_000;
 const DUMP_WAIT_MS = 120_000;
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
@@ -35,8 +36,10 @@ interface Counts {
 
 interface CountedServer {
   pid: number;
-  /** The callgrind files of this server: `<prefix>.<part>-<thread>`. */
+  /** The callgrind files of this server: `<prefix>.<part>-<thread>`, a part per dump. */
   prefix: string;
+  /** Dumps asked of it so far: the next dump is part dumps + 1. */
+  dumps: number;
 }
 
 function requireValgrind(): void {
@@ -47,18 +50,16 @@ function requireValgrind(): void {
   }
 }
 
-const outDir = mkdtempSync(join(tmpdir(), 'bench-instructions-'));
-
-/** valgrind's command line for the server called `name`; its own messages go to a file, not the server's stderr. */
-const underCallgrind = (name: string) => [
+/** valgrind's command line for the server called `name` in `dir`; its own messages go to a file, not the server's stderr. */
+const underCallgrind = (dir: string, name: string) => [
   'valgrind',
   '--tool=callgrind',
   '--cache-sim=yes',
   '--separate-threads=yes',
   // V8 writes and rewrites machine code on the heap: every such write must drop valgrind's translation of it.
   '--smc-check=all-non-file',
-  `--callgrind-out-file=${join(outDir, name)}.%p`,
-  `--log-file=${join(outDir, name)}.%p.log`,
+  `--callgrind-out-file=${join(dir, name)}.%p`,
+  `--log-file=${join(dir, name)}.%p.log`,
 ];
 
 /** `requests` requests to `target`, one at a time; any failure throws. */
@@ -72,78 +73,86 @@ async function load(target: LoadTarget, requests: number): Promise<void> {
   if (result.errors + result.non2xx > 0) throw new Error(`${target.url}: ${result.errors} errors and ${result.non2xx} non-2xx answers`);
 }
 
-/** The main thread's figures in the newest dump of `server` (thread 01 is node's main thread). */
-function readNewestDump(server: CountedServer, after: number): { part: number; counts: Counts } | undefined {
-  const base = `${server.prefix.split('/').at(-1)}.`;
-  const parts = readdirSync(outDir)
-    .filter((file) => file.startsWith(base) && file.endsWith('-01'))
-    .map((file) => Number(file.slice(base.length, -'-01'.length)))
-    .filter((part) => part > after);
-  if (parts.length === 0) return undefined;
-  const part = Math.max(...parts);
-  const text = readFileSync(`${server.prefix}.${part}-01`, 'utf8');
-  const events = /^events: (.+)$/m.exec(text)?.[1]?.split(' ');
-  const totals = /^(?:summary|totals): (.+)$/m.exec(text)?.[1]?.split(' ').map(Number);
-  if (!events || !totals) throw new Error(`${server.prefix}.${part}-01 holds no totals`);
-  const value = (event: string) => totals[events.indexOf(event)] ?? 0;
-  return { part, counts: { instructions: value('Ir'), l1Misses: value('I1mr') + value('D1mr') + value('D1mw') } };
+/**
+ * Dumps `server`'s counters, which also resets them, and answers the main thread's totals of that part
+ * (thread 01 is node's main thread). callgrind_control exits 0 whatever happened: its "OK." tells.
+ */
+async function dump(server: CountedServer): Promise<Counts> {
+  const said = execFileSync('callgrind_control', ['--dump', String(server.pid)], { encoding: 'utf8', timeout: CONTROL_TIMEOUT_MS });
+  if (!said.includes('OK.')) throw new Error(`callgrind_control --dump ${server.pid}: ${said.trim()}`);
+  const file = `${server.prefix}.${++server.dumps}-01`;
+  const deadline = Date.now() + DUMP_WAIT_MS;
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  // The file is complete once its closing totals line is written.
+  while (!/^totals: /m.test(text)) {
+    if (Date.now() > deadline) throw new Error(`callgrind wrote no complete ${file} within ${DUMP_WAIT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  }
+  const events = /^events: (.+)$/m.exec(text)?.[1]?.split(' ') ?? [];
+  const summary = /^summary: (.+)$/m.exec(text)?.[1]?.split(' ').map(Number) ?? [];
+  const value = (event: string) => {
+    const at = events.indexOf(event);
+    if (at < 0 || summary[at] === undefined) throw new Error(`${file} has no ${event} total`);
+    return summary[at];
+  };
+  return { instructions: value('Ir'), l1Misses: value('I1mr') + value('D1mr') + value('D1mw') };
 }
 
-const lastPart = new Map<number, number>();
-
-/** The counts per request of `target` on `server`: warmed up, counters reset, then the counted requests and a dump. */
+/** The counts per request of `target` on `server`: warmed up, a dump to reset the counters, then the counted requests and theirs. */
 async function countPerRequest(server: CountedServer, target: LoadTarget): Promise<Counts> {
   await load(target, WARMUP_REQUESTS);
-  execFileSync('callgrind_control', ['--zero', String(server.pid)], { stdio: 'ignore' });
+  await dump(server);
   await load(target, COUNTED_REQUESTS);
-  execFileSync('callgrind_control', ['--dump', String(server.pid)], { stdio: 'ignore' });
-  const deadline = Date.now() + DUMP_WAIT_MS;
-  for (;;) {
-    const dump = readNewestDump(server, lastPart.get(server.pid) ?? 0);
-    if (dump) {
-      lastPart.set(server.pid, dump.part);
-      return { instructions: dump.counts.instructions / COUNTED_REQUESTS, l1Misses: dump.counts.l1Misses / COUNTED_REQUESTS };
-    }
-    if (Date.now() > deadline) throw new Error(`callgrind wrote no dump for ${server.prefix} within ${DUMP_WAIT_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const counted = await dump(server);
+  return { instructions: counted.instructions / COUNTED_REQUESTS, l1Misses: counted.l1Misses / COUNTED_REQUESTS };
 }
 
 requireValgrind();
 // The build of the sources as they are now: a stale one would measure other code.
 execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
-const store = await demoStore('postgres');
+const outDir = mkdtempSync(join(tmpdir(), 'bench-instructions-'));
 const stops: Array<() => Promise<unknown>> = [];
+const store = await demoStore('postgres');
 try {
   const key = store.demo.apiKeys.admin!;
   const headers = { 'x-api-key': key };
-  const started = await Promise.all([
-    startReference(store.envFor('reference'), key, underCallgrind('reference')).then((server) => ({ ...server, name: 'reference' })),
-    store.startProject('project', { launcher: underCallgrind('project'), startupMs: STARTUP_MS }).then((server) => ({ ...server, name: 'project', url: server.summary.url, pid: server.child.pid! })),
-  ]);
-  stops.push(...started.map((server) => () => server.stop()));
-  const [reference, project] = started.map((server) => ({ ...server, prefix: join(outDir, `${server.name}.${server.pid}`) }));
-  const id = await danaOf(project!.url, key);
+  const counted = (name: string, url: string, server: { pid: number; stop(): Promise<unknown> }) => {
+    stops.push(() => server.stop());
+    return { url, pid: server.pid, prefix: join(outDir, `${name}.${server.pid}`), dumps: 0 };
+  };
+  const starting = [
+    startReference(store.envFor('reference'), key, { launcher: underCallgrind(outDir, 'reference'), startupMs: STARTUP_MS }).then((server) =>
+      counted('reference', server.url, server),
+    ),
+    store.startProject('project', { launcher: underCallgrind(outDir, 'project'), startupMs: STARTUP_MS }).then((server) =>
+      counted('project', server.summary.url, { pid: server.child.pid!, stop: () => server.stop() }),
+    ),
+  ] as const;
+  // Both settled first, so that one started is stopped in the end even if the other failed to start.
+  await Promise.allSettled(starting);
+  const [reference, project] = await Promise.all(starting);
+  const id = await danaOf(project.url, key);
   const rest = (url: string): LoadTarget => ({ url: `${url}/v4/employees/${id}`, headers });
-  const call = await openMcpSession(`${project!.url}/mcp`, headers, { name: 'get_employee', arguments: { id } });
+  const call = await openMcpSession(`${project.url}/mcp`, headers, { name: 'get_employee', arguments: { id } });
   const mcp = (url: string): LoadTarget => ({ url: `${url}/mcp`, headers: call.callHeaders, post: { body: call.body } });
-  for (const url of [project!.url, reference!.url]) await expectMcpEmployee(`${url}/mcp`, call, id);
-  const v2: LoadTarget = { url: `${project!.url}/v2/employees/${id}`, headers: { 'x-api-key': store.demo.legacyKeys.full! } };
+  for (const url of [project.url, reference.url]) await expectMcpEmployee(`${url}/mcp`, call, id);
+  const v2: LoadTarget = { url: `${project.url}/v2/employees/${id}`, headers: { 'x-api-key': store.demo.legacyKeys.full! } };
 
   // Each server counts its requests in turn; the two servers run side by side.
   const [referenceCounts, projectCounts] = await Promise.all([
-    (async () => ({ rest: await countPerRequest(reference!, rest(reference!.url)), mcp: await countPerRequest(reference!, mcp(reference!.url)) }))(),
+    (async () => ({ rest: await countPerRequest(reference, rest(reference.url)), mcp: await countPerRequest(reference, mcp(reference.url)) }))(),
     (async () => ({
-      rest: await countPerRequest(project!, rest(project!.url)),
-      mcp: await countPerRequest(project!, mcp(project!.url)),
-      v2: await countPerRequest(project!, v2),
+      rest: await countPerRequest(project, rest(project.url)),
+      mcp: await countPerRequest(project, mcp(project.url)),
+      v2: await countPerRequest(project, v2),
     }))(),
   ]);
 
   const thousands = (n: number) => `${(n / 1000).toFixed(1)}k`;
   const row = (label: string, counts: Counts) => [label, thousands(counts.instructions), Math.round(counts.l1Misses), '', ''];
-  // As a throughput ratio reads: the second's work over the first's, so 1.00 is equal work and less is more work.
-  const ratio = (label: string, a: Counts, b: Counts) => [label, '', '', (b.instructions / a.instructions).toFixed(2), (b.l1Misses / a.l1Misses).toFixed(2)];
+  // Work over work: 1.00 is equal work, above it the first does more.
+  const ratio = (label: string, a: Counts, b: Counts) => [label, '', '', (a.instructions / b.instructions).toFixed(2), (a.l1Misses / b.l1Misses).toFixed(2)];
   const rows = [
     row('reference: GET /v4/employees/{id} (Fastify + the same SQL, prepared)', referenceCounts.rest),
     row('project: GET /v4/employees/{id}, silent', projectCounts.rest),
@@ -159,8 +168,8 @@ try {
   console.log(
     await writeResults('instructions', 'npm run bench -- instructions', ['request (PostgreSQL)', 'instructions / request', 'L1 misses / request (simulated)', 'ratio: instructions', 'ratio: L1 misses'], rows, [
       `Each server under valgrind's callgrind (--cache-sim=yes): the reference (bench/workers/reference-server.ts), and the build of \`svc-server serve\`, silent, on one demo schema. autocannon, one connection: ${WARMUP_REQUESTS} requests of warm-up, then the counters reset and ${COUNTED_REQUESTS} requests counted; the figures are the server's main thread over the counted requests (V8's compiler and GC helper threads left out).`,
-      'A ratio: the second row’s figure over the first’s, as a throughput ratio reads (1.00 is equal work; less is more work): the throughput ratio they would reach if instructions, or first-level cache misses, were all that limited both.',
-      'Counts move little from run to run (two runs on 2026-11-26: 0.3 % for the project’s v4 and v2 reads, 2 % for the reference, 5 % for the project’s MCP call), where a timed ratio here swings by a third; what they leave out is what a machine adds: how long a miss takes, the kernel’s share of each request, the other processes sharing the cores.',
+      'A ratio: the first row’s count over the second’s (1.00 is equal work; above it the first does more). A throughput ratio of 0.8 is a work ratio of 1.25, were instructions, or first-level misses, all that limited both.',
+      'Counts move by a few per cent from run to run (timers that fire while a slowed server counts), where a timed ratio here swings by a third. They leave out what the machine adds: how long a miss takes, the kernel’s share of each request, V8’s helper threads, the other processes sharing the cores.',
     ]),
   );
 } finally {

@@ -20,7 +20,7 @@ const REFERENCE_SERVER = fileURLToPath(new URL('./workers/reference-server.ts', 
  */
 export async function demoStore(backend: Backend) {
   const schema = backend === 'postgres' ? await createBenchSchema() : undefined;
-  const root = mkdtempSync(join(tmpdir(), 'bench-reference-'));
+  const root = mkdtempSync(join(tmpdir(), 'bench-servers-'));
   const seeded = join(root, 'seeded');
   const envFor = (copy: string): Record<string, string> => {
     if (schema) return { DATABASE_URL: schema.url };
@@ -47,7 +47,7 @@ export async function demoStore(backend: Backend) {
 export async function startReference(
   env: Record<string, string>,
   key: string,
-  launcher: string[] = [],
+  { launcher = [], startupMs = 90_000 }: { launcher?: string[]; startupMs?: number } = {},
 ): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const [command, ...args] = [...launcher, process.execPath, '--import', 'tsx', REFERENCE_SERVER];
   const child = spawn(command!, args, {
@@ -56,8 +56,18 @@ export async function startReference(
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
-    void exited.then((code) => reject(new Error(`the reference server exited with ${String(code)} before listening`)));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the reference server did not start within ${startupMs} ms`));
+    }, startupMs);
+    child.stdout.once('data', (chunk: Buffer) => {
+      clearTimeout(timer);
+      resolve(chunk.toString().trim());
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`the reference server exited with ${String(code)} before listening`));
+    });
   });
   return {
     url,

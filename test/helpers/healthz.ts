@@ -12,7 +12,8 @@ export async function untilHealthy(
   const deadline = Date.now() + timeoutMs;
   const exited = () => server.exitCode !== null || server.signalCode !== null;
   while (!exited() && Date.now() < deadline) {
-    const healthy = await fetch(`${url}/healthz`).then(
+    // A server that accepts but never answers must not hold the wait past its deadline.
+    const healthy = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) }).then(
       (response) => response.ok,
       () => false,
     );
