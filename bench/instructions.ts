@@ -1,13 +1,9 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import type autocannon from 'autocannon';
 import { danaOf } from '../test/faults/support.js';
-import { expectMcpEmployee, openMcpSession, writeResults, type LoadTarget } from './lib.js';
-import { demoStore, startReference } from './servers.js';
+import { autocannonRun, demoStore, expectMcpEmployee, openMcpSession, startReference, writeResults, type LoadTarget } from './lib.js';
 
 /*
  * Work per request, counted instead of timed. Each server runs under valgrind's callgrind, which counts
@@ -26,7 +22,6 @@ const COUNTED_REQUESTS = Number(process.env.BENCH_COUNTED_REQUESTS ?? 1000);
 const STARTUP_MS = 600_000;
 const CONTROL_TIMEOUT_MS = 60_000;
 const DUMP_WAIT_MS = 120_000;
-const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
 interface Counts {
   instructions: number;
@@ -64,12 +59,7 @@ const underCallgrind = (dir: string, name: string) => [
 
 /** `requests` requests to `target`, one at a time; any failure throws. */
 async function load(target: LoadTarget, requests: number): Promise<void> {
-  const headerArgs = Object.entries(target.headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
-  const postArgs = target.post ? ['-m', 'POST', '-b', target.post.body] : [];
-  const { stdout } = await promisify(execFile)(process.execPath, [AUTOCANNON, '--json', '-c', '1', '-a', String(requests), ...headerArgs, ...postArgs, target.url], {
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  const result = JSON.parse(stdout) as autocannon.Result;
+  const result = await autocannonRun(target, ['-c', '1', '-a', String(requests)]);
   if (result.errors + result.non2xx > 0) throw new Error(`${target.url}: ${result.errors} errors and ${result.non2xx} non-2xx answers`);
 }
 

@@ -1,9 +1,10 @@
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type autocannon from 'autocannon';
 import Fastify from 'fastify';
@@ -14,6 +15,7 @@ import { createCore, createLogger, type Core } from '../src/core.js';
 import { seedDemo, type DemoData } from '../src/domain/demo.js';
 import { buildApp } from '../src/http/app.js';
 import { createLogOutput } from '../src/log-output.js';
+import { startServeProcess, type ServeOptions, type ServerProcess } from '../test/faults/server-process.js';
 
 export type Backend = 'pglite' | 'postgres';
 export const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -206,6 +208,16 @@ function cpuMicros(pid?: number): number {
 /** CPU time since `before` (cpuMicros of the same process) per request answered, in µs (see Measurement). */
 const cpuMicrosPerRequest = (before: number, requests: number, pid?: number) => Math.round((cpuMicros(pid) - before) / Math.max(1, requests));
 
+/** autocannon in a process of its own (apart from the servers when pinned), with `load` as its -c, -d or -a options. */
+export async function autocannonRun({ url, headers, post }: Pick<LoadTarget, 'url' | 'headers' | 'post'>, load: string[]): Promise<autocannon.Result> {
+  const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
+  const postArgs = post ? ['-m', 'POST', '-b', post.body] : [];
+  const { stdout } = await promisify(execFile)(...apartFromServers(process.execPath, [AUTOCANNON, '--json', ...load, ...headerArgs, ...postArgs, url]), {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return JSON.parse(stdout) as autocannon.Result;
+}
+
 /** Unmeasured load before a URL's first row, so no row pays the JIT's warm-up of the code it is the first to run. */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
 const warmed = new Set<string>();
@@ -222,15 +234,7 @@ export async function measure(
   post?: { body: string },
   serverPid?: number,
 ): Promise<Measurement> {
-  const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
-  const postArgs = post ? ['-m', 'POST', '-b', post.body] : [];
-  const run = async (duration: number) => {
-    const { stdout } = await promisify(execFile)(
-      ...apartFromServers(process.execPath, [AUTOCANNON, '--json', '-c', String(connections), '-d', String(duration), ...headerArgs, ...postArgs, url]),
-      { maxBuffer: 16 * 1024 * 1024 },
-    );
-    return JSON.parse(stdout) as autocannon.Result;
-  };
+  const run = (duration: number) => autocannonRun({ url, headers, post }, ['-c', String(connections), '-d', String(duration)]);
   if (WARMUP_SECONDS > 0 && !warmed.has(url)) await run(WARMUP_SECONDS);
   warmed.add(url);
   const cpuBefore = cpuMicros(serverPid);
@@ -428,4 +432,77 @@ export async function postLoop(url: string, headers: Record<string, string>, bod
   const { exhausted, requests, ...result } = JSON.parse(stdout) as Omit<Measurement, 'cpuMicrosPerRequest'> & { exhausted: boolean; requests: number };
   if (exhausted) throw new Error('the load used every body before its time was up: give it more bodies');
   return { ...result, cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, requests) };
+}
+
+/*
+ * The server processes that bench/reference.ts and bench/instructions.ts compare, each a process of its own: the build of
+ * `svc-server serve` on the demo data, and the reference (bench/workers/reference-server.ts) beside it.
+ */
+
+const SECRET_KEY = 'b'.repeat(64);
+const REFERENCE_SERVER = fileURLToPath(new URL('./workers/reference-server.ts', import.meta.url));
+
+/**
+ * Where each server process keeps the demo data: one PostgreSQL schema shared by all, or on PGlite,
+ * which is single-process, a copy each of the directory the seeding server left.
+ */
+export async function demoStore(backend: Backend) {
+  const schema = backend === 'postgres' ? await createBenchSchema() : undefined;
+  const root = mkdtempSync(join(tmpdir(), 'bench-servers-'));
+  const seeded = join(root, 'seeded');
+  const envFor = (copy: string): Record<string, string> => {
+    if (schema) return { DATABASE_URL: schema.url };
+    const dir = join(root, copy);
+    if (copy !== 'seeded') cpSync(seeded, dir, { recursive: true });
+    return { DATA_DIR: dir };
+  };
+  const seeding = await startServeProcess(['--demo'], { ...envFor('seeded'), SVC_SECRET_KEY: SECRET_KEY }, { compiled: true });
+  await seeding.stop();
+  return {
+    demo: seeding.summary.demo!,
+    envFor,
+    /** The build of `svc-server serve` on the copy named `copy`. */
+    startProject: (copy: string, options: ServeOptions = {}): Promise<ServerProcess> =>
+      startServeProcess([], { ...envFor(copy), SVC_SECRET_KEY: SECRET_KEY }, { compiled: true, ...options }),
+    async drop() {
+      await schema?.drop();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The reference server on `env`'s store (under `launcher`, if given); resolves with its URL and how to stop it. */
+export async function startReference(
+  env: Record<string, string>,
+  key: string,
+  { launcher = [], startupMs = 90_000 }: { launcher?: string[]; startupMs?: number } = {},
+): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const [command, ...args] = [...launcher, process.execPath, '--import', 'tsx', REFERENCE_SERVER];
+  const child = spawn(command!, args, {
+    env: { ...process.env, ...env, REFERENCE_KEY: key, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the reference server did not start within ${startupMs} ms`));
+    }, startupMs);
+    child.stdout.once('data', (chunk: Buffer) => {
+      clearTimeout(timer);
+      resolve(chunk.toString().trim());
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`the reference server exited with ${String(code)} before listening`));
+    });
+  });
+  return {
+    url,
+    pid: child.pid!,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }

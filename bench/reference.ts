@@ -12,8 +12,9 @@ import {
   PAIRED_RATIO_NOTE,
   type Backend,
   type LoadTarget,
+  demoStore,
+  startReference,
 } from './lib.js';
-import { demoStore, startReference } from './servers.js';
 
 /*
  * The limit a read can reach here: plain Fastify running the project's own single-employee SQL as a

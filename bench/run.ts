@@ -8,7 +8,7 @@ import { machine } from './lib.js';
  * bench/results/<name>.md, and bench/RESULTS.md gathers them all, the latest of each.
  */
 const available = readdirSync(new URL('.', import.meta.url))
-  .filter((f) => f.endsWith('.ts') && !['lib.ts', 'run.ts', 'servers.ts'].includes(f))
+  .filter((f) => f.endsWith('.ts') && !['lib.ts', 'run.ts'].includes(f))
   .map((f) => f.replace(/\.ts$/, ''));
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((w) => !available.includes(w));
