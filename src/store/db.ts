@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { ServiceUnavailable } from '../errors.js';
 import { sql, type Sql } from './sql.js';
 import { StatementNames } from './statement-names.js';
+import { createPglite } from './pglite-template.js';
 import type { ClientBase } from 'pg';
 
 /** Something that runs parameterised SQL: the database itself or an open transaction. */
@@ -101,7 +102,10 @@ async function openPglite(dataDir: string): Promise<Db> {
   }
   let pg;
   try {
-    pg = await PGlite.create(inMemory ? dataDir : join(dataDir, 'pgdata'), { parsers, extensions: { pg_trgm } });
+    pg = await createPglite((path, options) => PGlite.create(path, options), inMemory ? dataDir : join(dataDir, 'pgdata'), {
+      parsers,
+      extensions: { pg_trgm },
+    });
   } catch (error) {
     unlock();
     throw error;

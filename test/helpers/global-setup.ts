@@ -4,6 +4,8 @@ import { createRequire } from 'node:module';
 import type { TestProject } from 'vitest/node';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { PGlite } from '@electric-sql/pglite';
+import { emptyClusterTemplate } from '../../src/store/pglite-template.js';
 
 export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 export const DEFAULT_TEST_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -68,6 +70,8 @@ function probeChromium(path: string): Promise<string | undefined> {
 export default async function setup(project: TestProject) {
   // The CLI tests run the built `svc` (dist/), as users do; building first keeps it current.
   execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  // Made once here, so that the workers' first PGlite stores start from it too (src/store/pglite-template.ts).
+  await emptyClusterTemplate((path, options) => PGlite.create(path, options));
 
   const postgresUrl = process.env.TEST_DATABASE_URL ?? DEFAULT_TEST_DATABASE_URL;
   const redisUrl = process.env.TEST_REDIS_URL ?? DEFAULT_TEST_REDIS_URL;

@@ -1,0 +1,86 @@
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createPglite, templateFile, type CreatePglite } from '../../src/store/pglite-template.js';
+
+/*
+ * New PGlite stores unpacked from a copy of an empty cluster instead of initdb. A cluster's system
+ * identifier is drawn at initdb: stores unpacked from one copy share it, a store made by initdb has its own.
+ */
+
+const create: CreatePglite = (path, options) => PGlite.create(path, options);
+const roots: string[] = [];
+const tempDir = (name: string) => {
+  const dir = mkdtempSync(join(tmpdir(), `svc-template-${name}-`));
+  roots.push(dir);
+  return dir;
+};
+
+async function systemIdentifier(db: PGlite): Promise<string> {
+  const { rows } = await db.query<{ id: string }>('SELECT system_identifier::text AS id FROM pg_control_system()');
+  return rows[0]!.id;
+}
+
+/** A store at `path` through createPglite with the copies kept in `templateDir`: its system identifier, then closed. */
+async function identifierOfNewStore(path: string, templateDir: string): Promise<string> {
+  const db = await createPglite(create, path, {}, templateDir);
+  try {
+    return await systemIdentifier(db);
+  } finally {
+    await db.close();
+  }
+}
+
+afterAll(() => {
+  for (const dir of roots) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('PGlite stores from the empty-cluster template', () => {
+  it('makes the template once, readable by this user alone, and starts every new store from it', async () => {
+    const templates = tempDir('cache');
+    const first = await identifierOfNewStore('memory://', templates);
+    expect(statSync(templateFile(templates)).mode & 0o777).toBe(0o600);
+    expect(await identifierOfNewStore('memory://', templates)).toBe(first);
+    expect(await identifierOfNewStore(join(tempDir('store'), 'pgdata'), templates)).toBe(first);
+  }, 90_000);
+
+  it('keeps what a store unpacked into a directory writes, and opens an existing store as it is', async () => {
+    const templates = tempDir('cache');
+    const path = join(tempDir('store'), 'pgdata');
+    const made = await createPglite(create, path, {}, templates);
+    const id = await systemIdentifier(made);
+    await made.exec(`CREATE TABLE kept (note text); INSERT INTO kept VALUES ('written after unpacking')`);
+    await made.close();
+    // Reopened without the template, and through createPglite, which leaves an existing store alone.
+    for (const reopen of [() => create(path), () => createPglite(create, path, {}, templates)]) {
+      const db = await reopen();
+      expect((await db.query<{ note: string }>('SELECT note FROM kept')).rows).toEqual([{ note: 'written after unpacking' }]);
+      expect(await systemIdentifier(db)).toBe(id);
+      await db.close();
+    }
+  }, 90_000);
+
+  it('never uses a template another user could have written, and removes one that does not unpack (the next store makes it anew)', async () => {
+    const source = tempDir('cache');
+    const planted = await identifierOfNewStore('memory://', source);
+
+    // Writable by others: ignored, the store made by initdb.
+    const open = tempDir('cache');
+    copyFileSync(templateFile(source), templateFile(open));
+    chmodSync(templateFile(open), 0o666);
+    expect(await identifierOfNewStore('memory://', open)).not.toBe(planted);
+
+    // Not a cluster: removed, the store made by initdb all the same, in a directory left whole.
+    const broken = tempDir('cache');
+    writeFileSync(templateFile(broken), 'not a tarball', { mode: 0o600 });
+    const path = join(tempDir('store'), 'pgdata');
+    const id = await identifierOfNewStore(path, broken);
+    expect(id).not.toBe(planted);
+    expect(existsSync(templateFile(broken))).toBe(false);
+    const reopened = await create(path);
+    expect(await systemIdentifier(reopened)).toBe(id);
+    await reopened.close();
+  }, 120_000);
+});
