@@ -97,7 +97,8 @@ async function openPglite(dataDir: string): Promise<Db> {
   const inMemory = dataDir.startsWith('memory://');
   let unlock = () => {};
   if (!inMemory) {
-    mkdirSync(dataDir, { recursive: true });
+    // A new data directory is this user's alone: PGlite writes its files readable and writable by everyone (0666).
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     unlock = lockDataDir(dataDir);
   }
   let pg;

@@ -1,15 +1,17 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
 
 /*
  * A new PGlite store starts as a copy of an empty cluster instead of running initdb, which takes about
  * 4 s of WebAssembly here against about 1 s to unpack the copy: every test's store, every demo and every
- * new data directory. The copy is made once per PGlite version, in the user's cache directory, and
- * kept only there: a file another user could have written is never used. Where the cache cannot be
- * written or read, stores are made by initdb as before.
+ * new data directory. The copy is made once per PGlite version, in the user's cache directory, and used
+ * only from there while this user alone can write it: a copy planted by someone else would be a store
+ * with their roles and data. Where the cache cannot be used, stores are made by initdb as before.
  */
 
 /** PGlite.create, passed in so that this module loads PGlite no earlier than the store does. */
@@ -21,50 +23,69 @@ const PGLITE_VERSION = (() => {
   return (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string }).version;
 })();
 
-/** Where the cluster copies are kept: $XDG_CACHE_HOME (or ~/.cache)/device-lifecycle-service. */
-export function defaultTemplateDir(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'device-lifecycle-service');
+/** Where the cluster copies are kept: $XDG_CACHE_HOME (or ~/.cache, as the XDG spec says for a relative one)/device-lifecycle-service. */
+export function defaultTemplateDir(): string {
+  const cache = process.env.XDG_CACHE_HOME;
+  return join(cache && isAbsolute(cache) ? cache : join(homedir(), '.cache'), 'device-lifecycle-service');
 }
 
 /** The file of the empty cluster of this PGlite version in `dir`. */
 export const templateFile = (dir: string) => join(dir, `pglite-${PGLITE_VERSION}-empty-cluster.tar.gz`);
 
-/** Ours alone: owned by this user, writable by no one else (a file planted by another user would be a store with their data). */
-function ownedAlone(path: string): boolean {
-  const stat = statSync(path);
-  return (process.getuid === undefined || stat.uid === process.getuid()) && (stat.mode & 0o022) === 0;
-}
+/** Owned by this user and writable by no one else (POSIX: elsewhere the cache is never used). */
+const ownedAlone = ({ uid, mode }: { uid: number; mode: number }) => uid === process.getuid?.() && (mode & 0o022) === 0;
 
-async function makeTemplate(create: CreatePglite, file: string): Promise<Blob> {
-  const empty = await create('memory://');
+/** The copy in `file` (gzipped), read through a descriptor that is not a symlink's, checked on that descriptor. */
+function readTemplate(file: string): Uint8Array | undefined {
+  let fd: number;
   try {
-    const tarball = await empty.dumpDataDir('gzip');
-    // Written whole, then renamed: a process reading at the same moment sees the old file or none.
-    const partial = `${file}.${process.pid}.partial`;
-    writeFileSync(partial, Buffer.from(await tarball.arrayBuffer()), { mode: 0o600 });
-    renameSync(partial, file);
-    return tarball;
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    return ownedAlone(fstatSync(fd)) ? readFileSync(fd) : undefined;
   } finally {
-    await empty.close();
+    closeSync(fd);
   }
 }
 
-const templates = new Map<string, Promise<Blob | undefined>>();
+async function makeTemplate(create: CreatePglite, file: string): Promise<Uint8Array> {
+  const empty = await create('memory://');
+  let gzipped: Uint8Array;
+  try {
+    // Checkpointed, so that stores unpacked from it start without crash recovery.
+    await empty.exec('CHECKPOINT');
+    gzipped = new Uint8Array(await (await empty.dumpDataDir('gzip')).arrayBuffer());
+  } finally {
+    await empty.close();
+  }
+  // Written whole under a name no one can foresee, then renamed: a reader sees the old file or the new one.
+  const partial = `${file}.${randomUUID()}.partial`;
+  try {
+    writeFileSync(partial, gzipped, { mode: 0o600, flag: 'wx' });
+    renameSync(partial, file);
+  } catch {
+    // Not kept for later processes; this one still uses it.
+    rmSync(partial, { force: true });
+  }
+  return gzipped;
+}
+
+const templates = new Map<string, Promise<Uint8Array | undefined>>();
 
 /**
- * The empty cluster to start new stores from, made on first use; undefined when the cache directory
- * cannot be used. Read once per process and directory.
+ * The empty cluster to start new stores from, gzipped, made on first use (replacing a copy that is not
+ * ours alone); undefined when the cache directory cannot be used. Read once per process and directory.
  */
-export function emptyClusterTemplate(create: CreatePglite, dir = defaultTemplateDir()): Promise<Blob | undefined> {
+export function emptyClusterTemplate(create: CreatePglite, dir = defaultTemplateDir()): Promise<Uint8Array | undefined> {
   let template = templates.get(dir);
   if (!template) {
     template = (async () => {
       try {
         mkdirSync(dir, { recursive: true, mode: 0o700 });
-        if (!ownedAlone(dir)) return undefined;
-        const file = templateFile(dir);
-        if (existsSync(file) && ownedAlone(file)) return new Blob([readFileSync(file)]);
-        return await makeTemplate(create, file);
+        if (!ownedAlone(statSync(dir))) return undefined;
+        return readTemplate(templateFile(dir)) ?? (await makeTemplate(create, templateFile(dir)));
       } catch {
         return undefined;
       }
@@ -74,29 +95,29 @@ export function emptyClusterTemplate(create: CreatePglite, dir = defaultTemplate
   return template;
 }
 
-/** A directory PGlite would run initdb in: absent or empty. */
+/** Stricter than PGlite, which unpacks into any directory without PG_VERSION, over whatever else it holds. */
 const isNewStore = (path: string) => !existsSync(path) || readdirSync(path).length === 0;
 
 /**
  * PGlite.create at `path` (a directory or memory://); a new store is unpacked from the empty-cluster
- * template when there is one. A template that fails to unpack is removed, and the store made by initdb.
+ * template when there is one. A template that fails to unpack is removed, what it left in the new
+ * directory goes, and the store is made by initdb.
  */
-export async function createPglite(
-  create: CreatePglite,
-  path: string,
-  options: PGliteOptions,
-  templateDir = defaultTemplateDir(),
-): Promise<PGlite> {
+export async function createPglite(create: CreatePglite, path: string, options: PGliteOptions, templateDir = defaultTemplateDir()): Promise<PGlite> {
   const inMemory = path.startsWith('memory://');
-  const template = inMemory || isNewStore(path) ? await emptyClusterTemplate(create, templateDir) : undefined;
-  if (!template) return create(path, options);
+  const existed = !inMemory && existsSync(path);
+  const template = inMemory || isNewStore(path) ? emptyClusterTemplate(create, templateDir) : undefined;
+  const gzipped = await template;
+  if (!gzipped) return create(path, options);
   try {
-    return await create(path, { ...options, loadDataDir: template });
+    // Unpacked here, where a broken copy throws: PGlite's own gunzip leaves its stream's error unhandled.
+    const tarball = new Blob([gunzipSync(gzipped)], { type: 'application/x-tar' });
+    return await create(path, { ...options, loadDataDir: tarball });
   } catch {
-    templates.delete(templateDir);
+    if (templates.get(templateDir) === template) templates.delete(templateDir);
     rmSync(templateFile(templateDir), { force: true });
-    // The directory was new: what the failed unpack left of it goes.
-    if (!inMemory) rmSync(path, { recursive: true, force: true });
+    if (existed) for (const entry of readdirSync(path)) rmSync(join(path, entry), { recursive: true, force: true });
+    else if (!inMemory) rmSync(path, { recursive: true, force: true });
     return create(path, options);
   }
 }

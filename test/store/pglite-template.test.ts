@@ -62,25 +62,50 @@ describe('PGlite stores from the empty-cluster template', () => {
     }
   }, 90_000);
 
-  it('never uses a template another user could have written, and removes one that does not unpack (the next store makes it anew)', async () => {
+  it('unpacks a copy read from the cache, in a later process', async () => {
+    const source = tempDir('cache');
+    const made = await identifierOfNewStore('memory://', source);
+    // Another cache directory holding the same file: this process reads it instead of making one.
+    const later = tempDir('cache');
+    copyFileSync(templateFile(source), templateFile(later));
+    expect(await identifierOfNewStore('memory://', later)).toBe(made);
+  }, 90_000);
+
+  it('never uses a copy that is not this user’s alone: it makes its own in its place', async () => {
     const source = tempDir('cache');
     const planted = await identifierOfNewStore('memory://', source);
 
-    // Writable by others: ignored, the store made by initdb.
+    // A file others may write: replaced by a copy of this process's own.
     const open = tempDir('cache');
     copyFileSync(templateFile(source), templateFile(open));
     chmodSync(templateFile(open), 0o666);
-    expect(await identifierOfNewStore('memory://', open)).not.toBe(planted);
+    const own = await identifierOfNewStore('memory://', open);
+    expect(own).not.toBe(planted);
+    expect(statSync(templateFile(open)).mode & 0o777).toBe(0o600);
+    expect(await identifierOfNewStore('memory://', open)).toBe(own);
 
-    // Not a cluster: removed, the store made by initdb all the same, in a directory left whole.
+    // A directory others may write: nothing in it is read or written, each store made by initdb.
+    const shared = tempDir('cache');
+    chmodSync(shared, 0o777);
+    copyFileSync(templateFile(source), templateFile(shared));
+    const first = await identifierOfNewStore('memory://', shared);
+    expect(first).not.toBe(planted);
+    expect(await identifierOfNewStore('memory://', shared)).not.toBe(first);
+  }, 120_000);
+
+  it('removes a copy that does not unpack, makes the store by initdb in a directory left whole, and the next store a copy anew', async () => {
     const broken = tempDir('cache');
     writeFileSync(templateFile(broken), 'not a tarball', { mode: 0o600 });
-    const path = join(tempDir('store'), 'pgdata');
+    const store = tempDir('store');
+    const path = join(store, 'pgdata');
     const id = await identifierOfNewStore(path, broken);
-    expect(id).not.toBe(planted);
     expect(existsSync(templateFile(broken))).toBe(false);
     const reopened = await create(path);
     expect(await systemIdentifier(reopened)).toBe(id);
     await reopened.close();
+
+    const next = await identifierOfNewStore('memory://', broken);
+    expect(existsSync(templateFile(broken))).toBe(true);
+    expect(await identifierOfNewStore('memory://', broken)).toBe(next);
   }, 120_000);
 });
