@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { baseUrlOf, type Config } from '../config.js';
+import { baseUrlOf, ConfigError, type Config } from '../config.js';
 import type { Core } from '../core.js';
 
 // Of the grace, requests that hold out leave a fifth, at most this, to close the store and write the last log lines.
@@ -64,6 +64,15 @@ export async function listenUntilSignalled(app: FastifyInstance, core: Core, con
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // The machine's state, not a fault of ours: said in one line, with what to change, and no stack.
+    const where = `${config.host}:${config.port}`;
+    const { code } = error as NodeJS.ErrnoException;
+    if (code === 'EADDRINUSE') throw new ConfigError(`Cannot listen on ${where}: another process is using it. Stop it, or choose another port (PORT, --port)`);
+    if (code === 'EACCES') throw new ConfigError(`Cannot listen on ${where}: not permitted (ports below 1024 need privileges). Choose another port (PORT, --port)`);
+    throw error;
+  }
   return baseUrlOf({ ...config, port: (app.server.address() as { port: number }).port });
 }

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -123,5 +124,20 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
     const beyond = run('keys', 'mint', '--user', 'manager@acme.example', '--capabilities', 'mcp:teams:write');
     expect(beyond.code).toBe(1);
     expect(beyond.stderr).toContain('capability_beyond_role');
+  }, 60_000);
+
+  it('says in one line that the port is taken, and exits 1', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = taken.address() as AddressInfo;
+      const refused = run('serve', '--port', String(port));
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`svc-server: Cannot listen on 127.0.0.1:${port}: another process is using it.`);
+      expect(refused.stderr).not.toContain('unexpected error');
+      expect(refused.stderr).not.toMatch(/^\s+at /m);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   }, 60_000);
 });
