@@ -12,7 +12,7 @@ import { sql } from '../src/store/sql.js';
 import { createLegacyKey } from '../src/gateway/legacy-keys.js';
 import { untilHealthy } from '../test/helpers/healthz.js';
 import { freePort } from '../test/helpers/ports.js';
-import { apartFromServers, capacityRatio, measureRounds, pairedRatio, startBenchServer, benchEachBackend, schemaUrl, ROUNDS_NOTE, PAIRED_RATIO_NOTE, CAPACITY_RATIO_NOTE, type Backend, type LoadTarget, type RoundsMeasurement } from './lib.js';
+import { apartFromServers, capacityRatio, measureRounds, pairedRatio, startBenchServer, benchEachBackend, schemaUrl, SECRET_KEY, ROUNDS_NOTE, PAIRED_RATIO_NOTE, CAPACITY_RATIO_NOTE, type Backend, type LoadTarget, type RoundsMeasurement } from './lib.js';
 
 /*
  * The cost of translation: a v2 single-record GET through the gateway, against the same record
@@ -80,7 +80,7 @@ const urlOf = (app: { server: { address(): unknown } }) => `http://127.0.0.1:${(
 
 /** The separate gateway's app (v2 over HTTP to the core) on a second core of the same schema; PostgreSQL only. */
 async function startApartGateway(schema: string, upstream: string) {
-  const config = loadConfig({}, { databaseUrl: schemaUrl(schema), secretKey: 'b'.repeat(64), logLevel: 'silent' });
+  const config = loadConfig({}, { databaseUrl: schemaUrl(schema), secretKey: SECRET_KEY, logLevel: 'silent' });
   const core = await createCore(config, { logger: pino({ level: 'silent' }) });
   const app = await buildGatewayApp(core, upstream);
   await app.listen({ host: '127.0.0.1', port: 0 });

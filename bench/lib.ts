@@ -18,6 +18,8 @@ import { createLogOutput } from '../src/log-output.js';
 import { startServeProcess, type ServeOptions, type ServerProcess } from '../test/faults/server-process.js';
 
 export type Backend = 'pglite' | 'postgres';
+/** Every benchmark server's SVC_SECRET_KEY: the same, so that processes on one store read each other's data. */
+export const SECRET_KEY = 'b'.repeat(64);
 export const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 export interface BenchServer {
@@ -61,7 +63,7 @@ export async function startBenchServer(backend: Backend, options: { logLevel?: s
   const config = loadConfig({}, {
     dataDir: 'memory://',
     databaseUrl: backend === 'postgres' ? POSTGRES_URL : undefined,
-    secretKey: 'b'.repeat(64),
+    secretKey: SECRET_KEY,
     logLevel: options.logLevel ?? 'silent',
     port: 0,
   });
@@ -439,7 +441,6 @@ export async function postLoop(url: string, headers: Record<string, string>, bod
  * `svc-server serve` on the demo data, and the reference (bench/workers/reference-server.ts) beside it.
  */
 
-const SECRET_KEY = 'b'.repeat(64);
 const REFERENCE_SERVER = fileURLToPath(new URL('./workers/reference-server.ts', import.meta.url));
 
 /**

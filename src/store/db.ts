@@ -93,7 +93,7 @@ function lockDataDir(dataDir: string): () => void {
 }
 
 async function openPglite(dataDir: string): Promise<Db> {
-  const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
   const inMemory = dataDir.startsWith('memory://');
   let unlock = () => {};
   if (!inMemory) {
@@ -103,10 +103,7 @@ async function openPglite(dataDir: string): Promise<Db> {
   }
   let pg;
   try {
-    pg = await createPglite((path, options) => PGlite.create(path, options), inMemory ? dataDir : join(dataDir, 'pgdata'), {
-      parsers,
-      extensions: { pg_trgm },
-    });
+    pg = await createPglite(inMemory ? dataDir : join(dataDir, 'pgdata'), { parsers, extensions: { pg_trgm } });
   } catch (error) {
     unlock();
     throw error;

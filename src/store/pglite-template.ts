@@ -14,14 +14,19 @@ import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
  * with their roles and data. Where the cache cannot be used, stores are made by initdb as before.
  */
 
-/** PGlite.create, passed in so that this module loads PGlite no earlier than the store does. */
-export type CreatePglite = (path: string, options?: PGliteOptions) => Promise<PGlite>;
+/** PGlite.create, PGlite loaded only when a store is opened: a PostgreSQL deployment never loads it. */
+async function createStore(path: string, options?: PGliteOptions): Promise<PGlite> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  return PGlite.create(path, options);
+}
 
-const PGLITE_VERSION = (() => {
+function readPgliteVersion(): string {
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
   // The package's entry is dist/index.*: its package.json is one folder up, and not among its exports.
   return (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string }).version;
-})();
+}
+
+let pgliteVersion: string | undefined;
 
 /** Where the cluster copies are kept: $XDG_CACHE_HOME (or ~/.cache, as the XDG spec says for a relative one)/device-lifecycle-service. */
 export function defaultTemplateDir(): string {
@@ -29,8 +34,8 @@ export function defaultTemplateDir(): string {
   return join(cache && isAbsolute(cache) ? cache : join(homedir(), '.cache'), 'device-lifecycle-service');
 }
 
-/** The file of the empty cluster of this PGlite version in `dir`. */
-export const templateFile = (dir: string) => join(dir, `pglite-${PGLITE_VERSION}-empty-cluster.tar.gz`);
+/** The file of the empty cluster of the installed PGlite's version in `dir` (read on first use, not when the store module loads). */
+export const templateFile = (dir: string) => join(dir, `pglite-${(pgliteVersion ??= readPgliteVersion())}-empty-cluster.tar.gz`);
 
 /** Owned by this user and writable by no one else (POSIX: elsewhere the cache is never used). */
 const ownedAlone = ({ uid, mode }: { uid: number; mode: number }) => uid === process.getuid?.() && (mode & 0o022) === 0;
@@ -50,8 +55,8 @@ function readTemplate(file: string): Uint8Array | undefined {
   }
 }
 
-async function makeTemplate(create: CreatePglite, file: string): Promise<Uint8Array> {
-  const empty = await create('memory://');
+async function makeTemplate(file: string): Promise<Uint8Array> {
+  const empty = await createStore('memory://');
   let gzipped: Uint8Array;
   try {
     // Checkpointed, so that stores unpacked from it start without crash recovery.
@@ -78,14 +83,14 @@ const templates = new Map<string, Promise<Uint8Array | undefined>>();
  * The empty cluster to start new stores from, gzipped, made on first use (replacing a copy that is not
  * ours alone); undefined when the cache directory cannot be used. Read once per process and directory.
  */
-export function emptyClusterTemplate(create: CreatePglite, dir = defaultTemplateDir()): Promise<Uint8Array | undefined> {
+export function emptyClusterTemplate(dir = defaultTemplateDir()): Promise<Uint8Array | undefined> {
   let template = templates.get(dir);
   if (!template) {
     template = (async () => {
       try {
         mkdirSync(dir, { recursive: true, mode: 0o700 });
         if (!ownedAlone(statSync(dir))) return undefined;
-        return readTemplate(templateFile(dir)) ?? (await makeTemplate(create, templateFile(dir)));
+        return readTemplate(templateFile(dir)) ?? (await makeTemplate(templateFile(dir)));
       } catch {
         return undefined;
       }
@@ -103,21 +108,20 @@ const isNewStore = (path: string) => !existsSync(path) || readdirSync(path).leng
  * template when there is one. A template that fails to unpack is removed, what it left in the new
  * directory goes, and the store is made by initdb.
  */
-export async function createPglite(create: CreatePglite, path: string, options: PGliteOptions, templateDir = defaultTemplateDir()): Promise<PGlite> {
+export async function createPglite(path: string, options: PGliteOptions, templateDir = defaultTemplateDir()): Promise<PGlite> {
   const inMemory = path.startsWith('memory://');
-  const existed = !inMemory && existsSync(path);
-  const template = inMemory || isNewStore(path) ? emptyClusterTemplate(create, templateDir) : undefined;
+  const template = inMemory || isNewStore(path) ? emptyClusterTemplate(templateDir) : undefined;
   const gzipped = await template;
-  if (!gzipped) return create(path, options);
+  if (!gzipped) return createStore(path, options);
   try {
     // Unpacked here, where a broken copy throws: PGlite's own gunzip leaves its stream's error unhandled.
     const tarball = new Blob([gunzipSync(gzipped)], { type: 'application/x-tar' });
-    return await create(path, { ...options, loadDataDir: tarball });
+    return await createStore(path, { ...options, loadDataDir: tarball });
   } catch {
     if (templates.get(templateDir) === template) templates.delete(templateDir);
     rmSync(templateFile(templateDir), { force: true });
-    if (existed) for (const entry of readdirSync(path)) rmSync(join(path, entry), { recursive: true, force: true });
-    else if (!inMemory) rmSync(path, { recursive: true, force: true });
-    return create(path, options);
+    // The directory was absent or empty: emptied again, initdb finds it as it was.
+    if (!inMemory && existsSync(path)) for (const entry of readdirSync(path)) rmSync(join(path, entry), { recursive: true, force: true });
+    return createStore(path, options);
   }
 }

@@ -4,7 +4,6 @@ import { createRequire } from 'node:module';
 import type { TestProject } from 'vitest/node';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { PGlite } from '@electric-sql/pglite';
 import { emptyClusterTemplate } from '../../src/store/pglite-template.js';
 
 export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -71,7 +70,7 @@ export default async function setup(project: TestProject) {
   // The CLI tests run the built `svc` (dist/), as users do; building first keeps it current.
   execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
   // Made once here, so that the workers' first PGlite stores start from it too (src/store/pglite-template.ts).
-  await emptyClusterTemplate((path, options) => PGlite.create(path, options));
+  await emptyClusterTemplate();
 
   const postgresUrl = process.env.TEST_DATABASE_URL ?? DEFAULT_TEST_DATABASE_URL;
   const redisUrl = process.env.TEST_REDIS_URL ?? DEFAULT_TEST_REDIS_URL;

@@ -3,20 +3,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createPglite, templateFile, type CreatePglite } from '../../src/store/pglite-template.js';
+import { createPglite, templateFile } from '../../src/store/pglite-template.js';
 
 /*
  * New PGlite stores unpacked from a copy of an empty cluster instead of initdb. A cluster's system
  * identifier is drawn at initdb: stores unpacked from one copy share it, a store made by initdb has its own.
  */
 
-const create: CreatePglite = (path, options) => PGlite.create(path, options);
 const roots: string[] = [];
 const tempDir = (name: string) => {
   const dir = mkdtempSync(join(tmpdir(), `svc-template-${name}-`));
   roots.push(dir);
   return dir;
 };
+
+/** A new cache directory holding a copy of the template file in `source`. */
+function cacheWithCopyOf(source: string): string {
+  const dir = tempDir('cache');
+  copyFileSync(templateFile(source), templateFile(dir));
+  return dir;
+}
 
 async function systemIdentifier(db: PGlite): Promise<string> {
   const { rows } = await db.query<{ id: string }>('SELECT system_identifier::text AS id FROM pg_control_system()');
@@ -25,7 +31,7 @@ async function systemIdentifier(db: PGlite): Promise<string> {
 
 /** A store at `path` through createPglite with the copies kept in `templateDir`: its system identifier, then closed. */
 async function identifierOfNewStore(path: string, templateDir: string): Promise<string> {
-  const db = await createPglite(create, path, {}, templateDir);
+  const db = await createPglite(path, {}, templateDir);
   try {
     return await systemIdentifier(db);
   } finally {
@@ -49,12 +55,12 @@ describe('PGlite stores from the empty-cluster template', () => {
   it('keeps what a store unpacked into a directory writes, and opens an existing store as it is', async () => {
     const templates = tempDir('cache');
     const path = join(tempDir('store'), 'pgdata');
-    const made = await createPglite(create, path, {}, templates);
+    const made = await createPglite(path, {}, templates);
     const id = await systemIdentifier(made);
     await made.exec(`CREATE TABLE kept (note text); INSERT INTO kept VALUES ('written after unpacking')`);
     await made.close();
     // Reopened without the template, and through createPglite, which leaves an existing store alone.
-    for (const reopen of [() => create(path), () => createPglite(create, path, {}, templates)]) {
+    for (const reopen of [() => PGlite.create(path), () => createPglite(path, {}, templates)]) {
       const db = await reopen();
       expect((await db.query<{ note: string }>('SELECT note FROM kept')).rows).toEqual([{ note: 'written after unpacking' }]);
       expect(await systemIdentifier(db)).toBe(id);
@@ -66,9 +72,7 @@ describe('PGlite stores from the empty-cluster template', () => {
     const source = tempDir('cache');
     const made = await identifierOfNewStore('memory://', source);
     // Another cache directory holding the same file: this process reads it instead of making one.
-    const later = tempDir('cache');
-    copyFileSync(templateFile(source), templateFile(later));
-    expect(await identifierOfNewStore('memory://', later)).toBe(made);
+    expect(await identifierOfNewStore('memory://', cacheWithCopyOf(source))).toBe(made);
   }, 90_000);
 
   it('never uses a copy that is not this user’s alone: it makes its own in its place', async () => {
@@ -76,8 +80,7 @@ describe('PGlite stores from the empty-cluster template', () => {
     const planted = await identifierOfNewStore('memory://', source);
 
     // A file others may write: replaced by a copy of this process's own.
-    const open = tempDir('cache');
-    copyFileSync(templateFile(source), templateFile(open));
+    const open = cacheWithCopyOf(source);
     chmodSync(templateFile(open), 0o666);
     const own = await identifierOfNewStore('memory://', open);
     expect(own).not.toBe(planted);
@@ -85,9 +88,8 @@ describe('PGlite stores from the empty-cluster template', () => {
     expect(await identifierOfNewStore('memory://', open)).toBe(own);
 
     // A directory others may write: nothing in it is read or written, each store made by initdb.
-    const shared = tempDir('cache');
+    const shared = cacheWithCopyOf(source);
     chmodSync(shared, 0o777);
-    copyFileSync(templateFile(source), templateFile(shared));
     const first = await identifierOfNewStore('memory://', shared);
     expect(first).not.toBe(planted);
     expect(await identifierOfNewStore('memory://', shared)).not.toBe(first);
@@ -96,11 +98,11 @@ describe('PGlite stores from the empty-cluster template', () => {
   it('removes a copy that does not unpack, makes the store by initdb in a directory left whole, and the next store a copy anew', async () => {
     const broken = tempDir('cache');
     writeFileSync(templateFile(broken), 'not a tarball', { mode: 0o600 });
-    const store = tempDir('store');
-    const path = join(store, 'pgdata');
+    // A store directory that exists, empty: initdb finds it as it was.
+    const path = tempDir('store');
     const id = await identifierOfNewStore(path, broken);
     expect(existsSync(templateFile(broken))).toBe(false);
-    const reopened = await create(path);
+    const reopened = await PGlite.create(path);
     expect(await systemIdentifier(reopened)).toBe(id);
     await reopened.close();
 
