@@ -165,7 +165,7 @@ const HEARTBEAT_MS = 5000;
 const HEARTBEAT_TIMEOUT_MS = 3000;
 
 async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
-  const { default: pg } = await import('pg');
+  const [{ default: pg }, { RowLayouts }] = await Promise.all([import('pg'), import('./row-layouts.js')]);
   const connection = {
     connectionString: databaseUrl,
     options: schema ? `-c search_path=${schema}` : undefined,
@@ -215,13 +215,14 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   };
   // Outside transactions only: a stale plan is retried unnamed, which an aborted transaction could not do.
   const names = new StatementNames();
+  const layouts = new RowLayouts();
   const runPrepared = async <R>(statement: Sql) => {
     const { text, values } = statement.toQuery();
     const target = statement.plannedPerCall ? planningPool : pool;
     const named = names.namedFor(text);
     if (named === undefined) return run<R>(target, statement);
     try {
-      return (await target.query(named, values)).rows as R[];
+      return (await layouts.run(target, named, values)).rows as R[];
     } catch (error) {
       if (names.failed(error) === undefined) throw connectionLost(error);
       return run<R>(target, statement);
