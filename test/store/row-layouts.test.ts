@@ -65,4 +65,15 @@ describe.skipIf(!inject('postgresUrl'))('row layouts of named statements [postgr
     expect((await layouts.run(afterMigration, sizes, [4])).rows).toEqual([{ id: 4, size: '40' }]);
     expect(builder).toHaveBeenCalledTimes(1);
   });
+
+  it('builds it anew when a column comes back renamed with the same type', async () => {
+    const layouts = new RowLayouts();
+    const everything = statement('everything', 'SELECT * FROM gadgets WHERE id = $1');
+    expect(Object.keys((await layouts.run(newPool(), everything, [5])).rows[0] as object)).toContain('note');
+    await adminQuery(`ALTER TABLE ${schema}.gadgets RENAME COLUMN note TO remark`);
+    const builder = built();
+    const rows = (await layouts.run(newPool(), everything, [5])).rows as Record<string, unknown>[];
+    expect(Object.keys(rows[0]!)).toEqual(['id', 'size', 'remark']);
+    expect(builder).toHaveBeenCalledTimes(1);
+  });
 });
