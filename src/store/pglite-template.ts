@@ -90,7 +90,8 @@ export function emptyClusterTemplate(dir = defaultTemplateDir()): Promise<Uint8A
       try {
         mkdirSync(dir, { recursive: true, mode: 0o700 });
         if (!ownedAlone(statSync(dir))) return undefined;
-        return readTemplate(templateFile(dir)) ?? (await makeTemplate(templateFile(dir)));
+        const file = templateFile(dir);
+        return readTemplate(file) ?? (await makeTemplate(file));
       } catch {
         return undefined;
       }

@@ -45,13 +45,14 @@ export class RowLayouts {
   private readonly byStatement = new WeakMap<NamedStatement, RowLayout>();
 
   /** Runs `statement` on `target`; its rows are laid out as on the statement's last run when the columns match. */
-  async run(target: QueryTarget, statement: NamedStatement, values: unknown[]): Promise<QueryResult> {
+  run(target: QueryTarget, statement: NamedStatement, values: unknown[]): Promise<QueryResult> {
     const query = new pg.Query(statement, values);
     const result = (query as unknown as { _result?: ResultInternals })._result;
     // An own method on this query's result only: a second result, or another query, is left as node-postgres builds it.
     if (result) result.addFields = (fields) => this.addFields(statement, result, fields);
-    // @types/pg types pool.query(submittable) as returning the submittable; pg-pool returns the result's promise.
-    return (await target.query(query)) as QueryResult;
+    // @types/pg types pool.query(submittable) as returning the submittable; pg-pool returns the result's promise,
+    // handed on as it is (not awaited here: every prepared query would pay another promise hop).
+    return target.query(query) as Promise<QueryResult>;
   }
 
   private addFields(statement: NamedStatement, result: ResultInternals, fields: FieldDef[]): void {
