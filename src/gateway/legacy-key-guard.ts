@@ -6,12 +6,17 @@ import { bearerChallenge } from '../mcp/discovery.js';
 import { unauthorized, type AppError } from '../errors.js';
 import type { LegacyKeySurface } from './metrics.js';
 
-/** Every v4 surface, by path prefix: a legacy key sent to any of them is refused before routing. */
-const V4_SURFACES: ReadonlyArray<[prefix: string, surface: LegacyKeySurface]> = [
-  ['/v4', 'rest'],
-  ['/mcp', 'mcp'],
-  ['/api/oauth', 'oauth'],
-];
+/**
+ * Every v4 surface, by path prefix: a legacy key sent to any of them is refused before routing. Every
+ * v2 call passes here with its key, so each prefix's `prefix/` is built once, not per check.
+ */
+const V4_SURFACES = (
+  [
+    ['/v4', 'rest'],
+    ['/mcp', 'mcp'],
+    ['/api/oauth', 'oauth'],
+  ] as const
+).map(([prefix, surface]: readonly [string, LegacyKeySurface]) => ({ prefix, under: `${prefix}/`, surface }));
 
 /** The path as the router read it: percent-decoded (`/%764` is `/v4`); undefined when it cannot be decoded. */
 function decodedPath(url: string): string | undefined {
@@ -29,7 +34,7 @@ function decodedPath(url: string): string | undefined {
 function surfaceOf(request: FastifyRequest): LegacyKeySurface | undefined {
   const path = request.routeOptions.url ?? decodedPath(request.url);
   if (path === undefined) return undefined;
-  return V4_SURFACES.find(([prefix]) => path === prefix || path.startsWith(`${prefix}/`))?.[1];
+  return V4_SURFACES.find(({ prefix, under }) => path === prefix || path.startsWith(under))?.surface;
 }
 
 /**

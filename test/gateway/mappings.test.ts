@@ -1,6 +1,7 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serialize } from 'node:v8';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   capabilitiesForScopes,
@@ -12,6 +13,7 @@ import {
   SUNSET_FILE,
 } from '../../src/gateway/mappings.js';
 import { domainOperationByName } from '../../src/operations/domain-table.js';
+import { loadShippedWith } from '../helpers/maps.js';
 
 const SHIPPED = join(import.meta.dirname, '../../mappings');
 
@@ -68,6 +70,26 @@ describe('the shipped v2 → v4 maps', () => {
     expect(mappings.sunset.listCeiling).toBeGreaterThan(0);
     expect(mappings.sunset.brownouts).toHaveLength(2);
     expect(mappings.sunset.links.successor).toContain('{v4Path}');
+  });
+
+  it('keep their strings one-byte, though a map\'s text holds a character beyond Latin-1 (the Link header, field names)', () => {
+    const edited = loadShippedWith(
+      [SCOPES_FILE, '# Every v2 scope', '# → Every v2 scope'],
+      [ROUTES_FILE, '# Every v2 endpoint', '# → Every v2 endpoint'],
+      [SUNSET_FILE, '# Deprecation signals', '# → Deprecation signals'],
+    );
+    const strings: string[] = [];
+    const collect = (value: unknown): void => {
+      if (typeof value === 'string') strings.push(value);
+      else if (Array.isArray(value)) value.forEach(collect);
+      else if (value !== null && typeof value === 'object') Object.values(value).forEach(collect);
+    };
+    collect(edited);
+    const latin1 = strings.filter((s) => s.length > 1 && [...s].every((c) => c.codePointAt(0)! <= 0xff));
+    expect(latin1.length).toBeGreaterThan(100);
+    // V8's serializer tags a string by how V8 holds it: '"' one-byte, 'c' two-byte.
+    const twoByte = latin1.filter((s) => serialize(s)[2] !== '"'.charCodeAt(0));
+    expect(twoByte).toEqual([]);
   });
 
   it.each(SPEC_TABLE)('maps %s to %s with its v2 endpoints', (scope, capability, endpoints) => {
