@@ -85,8 +85,7 @@ export function sharedSessionStore(shared: SharedState, idleSeconds = DEFAULT_SE
       await shared.set(sessionKey(session.id), JSON.stringify(session), idleSeconds);
     },
     async get(id) {
-      // One round trip: restarting the idle clock of a missing key does nothing.
-      const [record] = await Promise.all([shared.get(sessionKey(id)), shared.touch(sessionKey(id), idleSeconds)]);
+      const record = await shared.getAndTouch(sessionKey(id), idleSeconds);
       return record === undefined ? undefined : parsed(record);
     },
     async delete(id) {

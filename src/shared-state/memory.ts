@@ -64,10 +64,10 @@ export class MemorySharedState implements SharedState {
     return true;
   }
 
-  async touch(key: string, ttlSeconds: number): Promise<boolean> {
+  async getAndTouch(key: string, ttlSeconds: number): Promise<string | undefined> {
     const entry = this.live(key);
     if (entry) entry.expiresAt = this.clock() + ttlSeconds * 1000;
-    return entry !== undefined;
+    return entry?.value;
   }
 
   async delete(key: string): Promise<void> {

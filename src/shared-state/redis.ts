@@ -115,8 +115,8 @@ export class RedisSharedState implements SharedState {
     return (await this.command(() => this.redis.set(`kv:${key}`, '1', 'EX', ttlSeconds, 'NX'))) === 'OK';
   }
 
-  async touch(key: string, ttlSeconds: number): Promise<boolean> {
-    return (await this.command(() => this.redis.expire(`kv:${key}`, ttlSeconds))) === 1;
+  async getAndTouch(key: string, ttlSeconds: number): Promise<string | undefined> {
+    return (await this.command(() => this.redis.getex(`kv:${key}`, 'EX', ttlSeconds))) ?? undefined;
   }
 
   async delete(key: string): Promise<void> {

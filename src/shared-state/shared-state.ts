@@ -35,8 +35,11 @@ export interface SharedState {
   set(key: string, value: string, ttlSeconds: number): Promise<void>;
   /** Stores `key` for `ttlSeconds` unless it exists: true for the one caller that created it. Throws SharedStateUnavailable. */
   claim(key: string, ttlSeconds: number): Promise<boolean>;
-  /** Extends the life of `key` to `ttlSeconds` from now; false when it no longer exists. Throws SharedStateUnavailable. */
-  touch(key: string, ttlSeconds: number): Promise<boolean>;
+  /**
+   * The value of `key`, its life extended to `ttlSeconds` from now in the same step (Redis GETEX);
+   * undefined when absent or expired, which stays so. Throws SharedStateUnavailable.
+   */
+  getAndTouch(key: string, ttlSeconds: number): Promise<string | undefined>;
   /** Throws SharedStateUnavailable. */
   delete(key: string): Promise<void>;
   /** Resolves when the store answers (readiness); throws SharedStateUnavailable. */

@@ -52,6 +52,16 @@ describe.each(sharedStateKinds())('MCP sessions over shared state: %s', (kind) =
     expect(await sessions.get(large.id)).toEqual(large);
   });
 
+  it('restarts a session\'s idle clock on every read, so a session in use outlives its idle time', async () => {
+    const sessions = sharedSessionStore(state, 1);
+    const one = session();
+    await sessions.create(one);
+    for (let read = 0; read < 3; read++) {
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(await sessions.get(one.id)).toEqual(one);
+    }
+  });
+
   it('forgets a session left idle past its time', async () => {
     const sessions = sharedSessionStore(state, 1);
     const one = session();

@@ -76,7 +76,7 @@ describe.skipIf(!redisUrl())('Redis stopped mid-test', () => {
     // Sessions: a typed error, fast.
     await expect(within(shared.get('session'), 'get')).rejects.toBeInstanceOf(SharedStateUnavailable);
     await expect(within(shared.set('other', 'v', 60), 'set')).rejects.toBeInstanceOf(SharedStateUnavailable);
-    await expect(within(shared.touch('session', 60), 'touch')).rejects.toBeInstanceOf(SharedStateUnavailable);
+    await expect(within(shared.getAndTouch('session', 60), 'getAndTouch')).rejects.toBeInstanceOf(SharedStateUnavailable);
 
     // Which an HTTP route answers as 503 with Retry-After.
     const probe = baseApp(t.core);

@@ -66,19 +66,21 @@ describe.each(sharedStateKinds())('shared state: %s', (kind) => {
     expect((await state.rateLimit(a, 1, 1)).allowed).toBe(true);
   });
 
-  it('stores values with a TTL: get, touch, delete, expiry', async () => {
+  it('stores values with a TTL: get, get-and-touch, delete, expiry', async () => {
     await state.set('session-1', '{"user":"u1"}', 60);
     expect(await state.get('session-1')).toBe('{"user":"u1"}');
     expect(await state.get('never-set')).toBeUndefined();
-    expect(await state.touch('never-set', 60)).toBe(false);
+    expect(await state.getAndTouch('never-set', 60)).toBeUndefined();
+    expect(await state.get('never-set')).toBeUndefined();
 
     await state.set('short', 'v', 1);
-    expect(await state.touch('short', 60)).toBe(true);
+    expect(await state.getAndTouch('short', 60)).toBe('v');
     await state.set('shorter', 'v', 1);
     await sleep(1100);
     expect(await state.get('short')).toBe('v');
     expect(await state.get('shorter')).toBeUndefined();
-    expect(await state.touch('shorter', 60)).toBe(false);
+    expect(await state.getAndTouch('shorter', 60)).toBeUndefined();
+    expect(await state.get('shorter')).toBeUndefined();
 
     await state.delete('session-1');
     expect(await state.get('session-1')).toBeUndefined();
