@@ -6,17 +6,15 @@ import { bearerChallenge } from '../mcp/discovery.js';
 import { unauthorized, type AppError } from '../errors.js';
 import type { LegacyKeySurface } from './metrics.js';
 
-/**
- * Every v4 surface, by path prefix: a legacy key sent to any of them is refused before routing. Every
- * v2 call passes here with its key, so each prefix's `prefix/` is built once, not per check.
- */
-const V4_SURFACES = (
-  [
-    ['/v4', 'rest'],
-    ['/mcp', 'mcp'],
-    ['/api/oauth', 'oauth'],
-  ] as const
-).map(([prefix, surface]: readonly [string, LegacyKeySurface]) => ({ prefix, under: `${prefix}/`, surface }));
+/** Every v4 surface, by path prefix: a legacy key sent to any of them is refused before routing. */
+const V4_SURFACES: ReadonlyArray<[prefix: string, surface: LegacyKeySurface]> = [
+  ['/v4', 'rest'],
+  ['/mcp', 'mcp'],
+  ['/api/oauth', 'oauth'],
+];
+
+/** `path` is `prefix` or lies under it; every v2 call passes here with its key, so no `prefix/` is built per check. */
+const isUnder = (path: string, prefix: string) => path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === '/');
 
 /** The path as the router read it: percent-decoded (`/%764` is `/v4`); undefined when it cannot be decoded. */
 function decodedPath(url: string): string | undefined {
@@ -34,7 +32,7 @@ function decodedPath(url: string): string | undefined {
 function surfaceOf(request: FastifyRequest): LegacyKeySurface | undefined {
   const path = request.routeOptions.url ?? decodedPath(request.url);
   if (path === undefined) return undefined;
-  return V4_SURFACES.find(({ prefix, under }) => path === prefix || path.startsWith(under))?.surface;
+  return V4_SURFACES.find(([prefix]) => isUnder(path, prefix))?.[1];
 }
 
 /**

@@ -68,6 +68,19 @@ describe.each(backends())('/metrics [%s]', (backend) => {
     expect(sample(await scrape(), metric, `{surface="${surface}"}`)).toBe(before + 1);
   });
 
+  it.each([
+    ['/v40/me', 'rest'],
+    ['/mcpx', 'mcp'],
+    ['/api/oauthx/register', 'oauth'],
+  ])('leaves %s, which only begins like the %s surface, to routing (404, not counted)', async (path, surface) => {
+    const { rawKey } = await createLegacyKey(t.core, t.core.mappings, { companyId: t.demo.companies.acme, name: `lookalike ${path}`, scopes: ['api.employees.getAll'] });
+    const metric = 'svc_v4_legacy_key_rejections_total';
+    const before = sample(await scrape(), metric, `{surface="${surface}"}`);
+    const response = await t.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': rawKey } });
+    expect(response.statusCode).toBe(404);
+    expect(sample(await scrape(), metric, `{surface="${surface}"}`)).toBe(before);
+  });
+
   it('does not count a malformed v4 key as a legacy key', async () => {
     const metric = 'svc_v4_legacy_key_rejections_total';
     const before = sample(await scrape(), metric, '{surface="rest"}');

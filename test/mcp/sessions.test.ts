@@ -53,11 +53,12 @@ describe.each(sharedStateKinds())('MCP sessions over shared state: %s', (kind) =
   });
 
   it('restarts a session\'s idle clock on every read, so a session in use outlives its idle time', async () => {
-    const sessions = sharedSessionStore(state, 1);
+    // Idle 2 s, a read every second: alive at 3 s only if each read restarted the clock (a second of slack a step).
+    const sessions = sharedSessionStore(state, 2);
     const one = session();
     await sessions.create(one);
     for (let read = 0; read < 3; read++) {
-      await new Promise((resolve) => setTimeout(resolve, 600));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
       expect(await sessions.get(one.id)).toEqual(one);
     }
   });
