@@ -29,6 +29,9 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {count, ttl}`;
 
+/** Commands the shared state sends that not every Redis has: GETEX came with Redis 6.2. */
+const NEEDED_COMMANDS = ['GETEX'] as const;
+
 /** Redis answered with an error: a bug of ours (wrong type, bad script), not an outage. */
 const isReplyError = (error: unknown) => error instanceof Error && error.name === 'ReplyError';
 
@@ -37,6 +40,9 @@ export class RedisSharedState implements SharedState {
   // Unknown until the first connect settles, so that a Redis down at start is logged too.
   private current: SharedStateStatus | 'starting' = 'starting';
   private closing = false;
+  // Set while the connected server lacks a needed command: it then counts as down, with this reason.
+  private lacking: string | undefined;
+  private commandCheck: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<(status: SharedStateStatus) => void>();
   private readonly fallback = new MemorySharedState();
   private readonly logger: Logger;
@@ -53,7 +59,9 @@ export class RedisSharedState implements SharedState {
       registers: [options.registry],
     });
     this.up.set(0);
-    redis.on('ready', () => this.setStatus('up', 'connected'));
+    redis.on('ready', () => {
+      this.commandCheck = this.checkCommands();
+    });
     redis.on('close', () => this.setStatus('down', 'connection closed'));
     // Without a listener an 'error' event would crash the process; the status change is what gets logged.
     redis.on('error', (error: Error) => this.logger.debug({ err: error }, 'Redis connection error'));
@@ -72,7 +80,10 @@ export class RedisSharedState implements SharedState {
       retryStrategy: reconnectDelay,
     });
     const state = new RedisSharedState(redis, options);
-    await redis.connect().catch((error: Error) => state.setStatus('down', error.message));
+    await redis.connect().then(
+      () => state.commandCheck,
+      (error: Error) => state.setStatus('down', error.message),
+    );
     return state;
   }
 
@@ -136,8 +147,32 @@ export class RedisSharedState implements SharedState {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
-  /** Runs one command; an outage (closed, timed out, not connected) becomes SharedStateUnavailable. */
+  /**
+   * Asks each new connection's server whether it has every command we send. An older Redis would
+   * otherwise fail each session call with "unknown command"; it is reported down instead, with the
+   * reason, and is checked again on the next connection (an upgrade needs no restart of ours).
+   */
+  private async checkCommands(): Promise<void> {
+    let known: unknown[];
+    try {
+      known = await this.redis.command('INFO', ...NEEDED_COMMANDS);
+    } catch (error) {
+      // A dropped connection is reported by its 'close' event and checked again on the next 'ready'.
+      if (!isReplyError(error)) return;
+      // A server that refuses the question (ACLs, a proxy) still gets used; a missing command would show then.
+      this.logger.warn({ err: error }, 'Redis did not say which commands it has; assuming Redis 6.2 or newer');
+      known = NEEDED_COMMANDS.map(() => ['known']);
+    }
+    const missing = NEEDED_COMMANDS.filter((_, index) => !known[index]);
+    this.lacking = missing.length
+      ? `Redis lacks ${missing.join(', ')}: the shared state needs Redis 6.2 or newer`
+      : undefined;
+    this.setStatus(this.lacking ? 'down' : 'up', this.lacking ?? 'connected');
+  }
+
+  /** Runs one command; an outage (closed, timed out, not connected, too old) becomes SharedStateUnavailable. */
   private async command<T>(run: () => Promise<T>): Promise<T> {
+    if (this.lacking) throw new SharedStateUnavailable(this.lacking);
     try {
       const result = await run();
       if (this.redis.status === 'ready') this.setStatus('up', 'answered');

@@ -135,3 +135,43 @@ describe.skipIf(!redisUrl())('Redis down when the core starts', () => {
     }
   });
 });
+
+describe.skipIf(!redisUrl())('A Redis older than 6.2', () => {
+  it('is reported down with the reason, not failed call by call, and taken up once upgraded in place', async () => {
+    // A real Redis without GETEX, as Redis before 6.2 is: the command removed from its table.
+    const redis = new OwnRedis(await freePort(), ['--rename-command', 'GETEX', '']);
+    await redis.start();
+    const logLines: Array<{ msg?: string; redis?: string; reason?: string }> = [];
+    const logs = new PassThrough();
+    logs.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as { msg?: string });
+    });
+    const t = await startTestApp('pglite', {
+      seed: false,
+      config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() },
+      core: { logger: pino({ level: 'info' }, logs) },
+    });
+    try {
+      const shared = t.core.shared;
+      expect(shared.status).toBe('down');
+      const down = logLines.find((line) => line.redis === 'down');
+      expect(down?.reason).toBe('Redis lacks GETEX: the shared state needs Redis 6.2 or newer');
+      expect((await within(t.app.inject({ url: '/readyz' }), '/readyz')).statusCode).toBe(503);
+      // Sessions refuse with the reason; rate limits count in the process.
+      await expect(within(shared.getAndTouch('session', 60), 'getAndTouch')).rejects.toThrow(/Redis lacks GETEX/);
+      await expect(within(shared.set('session', 'v', 60), 'set')).rejects.toBeInstanceOf(SharedStateUnavailable);
+      expect((await shared.rateLimit('b', 1, 60)).allowed).toBe(true);
+      expect((await shared.rateLimit('b', 1, 60)).allowed).toBe(false);
+
+      await redis.kill();
+      await redis.start([]);
+      await waitFor(() => shared.status === 'up', 'the core to take up the upgraded Redis');
+      expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(200);
+      await shared.set('session', 'kept', 60);
+      expect(await shared.getAndTouch('session', 60)).toBe('kept');
+    } finally {
+      await t.close();
+      await redis.kill();
+    }
+  });
+});

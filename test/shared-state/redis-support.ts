@@ -53,7 +53,11 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, what:
 export class OwnRedis {
   private child: ChildProcess | undefined;
 
-  constructor(readonly port: number) {
+  /** `settings` are further redis-server arguments, as `--name value` pairs. */
+  constructor(
+    readonly port: number,
+    private settings: string[] = [],
+  ) {
     const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
     if (probe.error || probe.status !== 0) {
       throw new Error('redis-server is not installed: the Redis outage tests start and stop their own (apt-get install redis-server)');
@@ -64,10 +68,12 @@ export class OwnRedis {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  async start(): Promise<void> {
+  /** Starts it, with other `settings` from now on when given (a server upgraded in place). */
+  async start(settings = this.settings): Promise<void> {
+    this.settings = settings;
     this.child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...settings],
       { stdio: 'ignore' },
     );
     await waitFor(async () => {
