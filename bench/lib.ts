@@ -472,13 +472,13 @@ export async function demoStore(backend: Backend) {
   };
 }
 
-/** The reference server on `env`'s store (under `launcher`, if given); resolves with its URL and how to stop it. */
+/** The reference server on `env`'s store (under `launcher`, with node's own `nodeArgs`, if given); resolves with its URL and how to stop it. */
 export async function startReference(
   env: Record<string, string>,
   key: string,
-  { launcher = [], startupMs = 90_000 }: { launcher?: string[]; startupMs?: number } = {},
+  { launcher = [], nodeArgs = [], startupMs = 90_000 }: Pick<ServeOptions, 'launcher' | 'nodeArgs' | 'startupMs'> = {},
 ): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const [command, ...args] = [...launcher, process.execPath, '--import', 'tsx', REFERENCE_SERVER];
+  const [command, ...args] = [...launcher, process.execPath, ...nodeArgs, '--import', 'tsx', REFERENCE_SERVER];
   const child = spawn(command!, args, {
     env: { ...process.env, ...env, REFERENCE_KEY: key, PORT: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],
