@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { danaOf } from '../test/faults/support.js';
 import { autocannonRun, demoStore, expectMcpEmployee, openMcpSession, startReference, writeResults, type LoadTarget } from './lib.js';
-import { LAYERS, layerTimes, type CpuProfile, type Layer, type Window } from './support/cpu-profile.js';
+import { isMainThreadProfile, LAYERS, layerTimes, type CpuProfile, type Layer, type Window } from './support/cpu-profile.js';
 
 /*
  * The profile summary of the hot path: where each server's main thread spends a request, by layer, from
@@ -75,11 +75,12 @@ try {
     }
   }
   // Each server writes its profile as it exits.
-  for (const stop of stops.splice(0)) await stop();
+  while (stops.length > 0) await stops.shift()!();
 
   const profileOf = (dir: string): CpuProfile => {
-    const [file] = readdirSync(dir).filter((name) => name.endsWith('.cpuprofile'));
-    if (!file) throw new Error(`no CPU profile in ${dir}`);
+    const files = readdirSync(dir).filter(isMainThreadProfile);
+    if (files.length !== 1) throw new Error(`${dir} holds ${files.length} main-thread CPU profiles, not one`);
+    const file = files[0]!;
     return JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
   };
   const profiles = new Map<string, CpuProfile>();
@@ -106,7 +107,7 @@ try {
       }),
     ]),
     ['**busy, µs a request**', ...perRequest.map(({ busy, requests }) => `**${micros(busy, requests)}**`)],
-    ['idle, share of the time (waiting on PostgreSQL or for a core)', ...perRequest.map(({ times, span }) => `${Math.round(((times.get('idle') ?? 0) / span) * 100)} %`)],
+    ['idle, share of the time (the event loop waiting: on PostgreSQL, or for requests)', ...perRequest.map(({ times, span }) => `${Math.round(((times.get('idle') ?? 0) / span) * 100)} %`)],
     ['req/s under the profiler', ...perRequest.map(({ requests, span }) => Math.round(requests / (span / 1_000_000)))],
   ];
   console.log(
@@ -116,7 +117,7 @@ try {
     ]),
   );
 } finally {
-  for (const stop of stops) await stop();
+  while (stops.length > 0) await stops.shift()!();
   await store.drop();
   rmSync(outDir, { recursive: true, force: true });
 }

@@ -65,21 +65,24 @@ export interface Window {
   to: number;
 }
 
-/** The µs of `window` each layer took, idle included, by sample count (samples come at a fixed interval, idle ones too). */
+/**
+ * The µs of `window` each layer took, idle included: each sample stands for the time until the next one
+ * (the profiler's interval stretches on a busy machine).
+ */
 export function layerTimes(profile: CpuProfile, window: Window): Map<Layer, number> {
   const layers = new Map(profile.nodes.map((node) => [node.id, layerOf(node.callFrame)]));
-  const counts = new Map<Layer, number>();
-  let total = 0;
+  const times = new Map<Layer, number>();
   let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
     at += profile.timeDeltas[i] ?? 0;
     if (at < window.from) continue;
     if (at > window.to) break;
     const layer = layers.get(profile.samples[i]!) ?? 'V8 and node unattributed (program)';
-    counts.set(layer, (counts.get(layer) ?? 0) + 1);
-    total++;
+    times.set(layer, (times.get(layer) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
   }
-  if (total === 0) throw new Error(`the profile (${profile.startTime}–${profile.endTime} µs) has no sample in the window ${window.from}–${window.to}`);
-  const span = window.to - window.from;
-  return new Map([...counts].map(([layer, count]) => [layer, (count / total) * span]));
+  if (times.size === 0) throw new Error(`the profile (${profile.startTime}–${profile.endTime} µs) has no sample in the window ${window.from}–${window.to}`);
+  return times;
 }
+
+/** The main thread's profile among a process's files (`CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile`; a loader thread writes one too). */
+export const isMainThreadProfile = (file: string) => /\.\d+\.0\.\d+\.cpuprofile$/.test(file);

@@ -40,6 +40,8 @@ export class RedisSharedState implements SharedState {
   // Unknown until the first connect settles, so that a Redis down at start is logged too.
   private current: SharedStateStatus | 'starting' = 'starting';
   private closing = false;
+  // Commands go only to a connection whose server was checked to have every command we send (checkCommands).
+  private checked = false;
   // Set while the connected server lacks a needed command: it then counts as down, with this reason.
   private lacking: string | undefined;
   private commandCheck: Promise<void> = Promise.resolve();
@@ -62,12 +64,19 @@ export class RedisSharedState implements SharedState {
     redis.on('ready', () => {
       this.commandCheck = this.checkCommands();
     });
-    redis.on('close', () => this.setStatus('down', 'connection closed'));
+    redis.on('close', () => {
+      this.checked = false;
+      this.lacking = undefined;
+      this.setStatus('down', 'connection closed');
+    });
     // Without a listener an 'error' event would crash the process; the status change is what gets logged.
     redis.on('error', (error: Error) => this.logger.debug({ err: error }, 'Redis connection error'));
   }
 
-  /** Connects, waiting at most the connect timeout: a Redis down at start leaves the service up, in degraded mode. */
+  /**
+   * Connects, waiting at most the connect timeout and then the command check's (one command timeout):
+   * a Redis down at start, or too old, leaves the service up, in degraded mode.
+   */
   static async open(options: RedisStateOptions): Promise<RedisSharedState> {
     const redis = new Redis(options.url, {
       keyPrefix: options.keyPrefix,
@@ -157,22 +166,27 @@ export class RedisSharedState implements SharedState {
     try {
       known = await this.redis.command('INFO', ...NEEDED_COMMANDS);
     } catch (error) {
-      // A dropped connection is reported by its 'close' event and checked again on the next 'ready'.
-      if (!isReplyError(error)) return;
+      if (!isReplyError(error)) {
+        // Unanswered (a timeout): reconnect, so that the next connection is checked in turn.
+        if (this.redis.status === 'ready') this.redis.disconnect(true);
+        return;
+      }
       // A server that refuses the question (ACLs, a proxy) still gets used; a missing command would show then.
       this.logger.warn({ err: error }, 'Redis did not say which commands it has; assuming Redis 6.2 or newer');
       known = NEEDED_COMMANDS.map(() => ['known']);
     }
     const missing = NEEDED_COMMANDS.filter((_, index) => !known[index]);
-    this.lacking = missing.length
-      ? `Redis lacks ${missing.join(', ')}: the shared state needs Redis 6.2 or newer`
-      : undefined;
+    this.lacking = missing.length ? `Redis lacks ${missing.join(', ')}: the shared state needs Redis 6.2 or newer` : undefined;
+    this.checked = true;
+    // Already down (reconnected after a close): the reason is still worth its line.
+    if (this.lacking && this.current === 'down') this.logDown(this.lacking);
     this.setStatus(this.lacking ? 'down' : 'up', this.lacking ?? 'connected');
   }
 
   /** Runs one command; an outage (closed, timed out, not connected, too old) becomes SharedStateUnavailable. */
   private async command<T>(run: () => Promise<T>): Promise<T> {
     if (this.lacking) throw new SharedStateUnavailable(this.lacking);
+    if (!this.checked) throw new SharedStateUnavailable('not connected');
     try {
       const result = await run();
       if (this.redis.status === 'ready') this.setStatus('up', 'answered');
@@ -185,12 +199,16 @@ export class RedisSharedState implements SharedState {
     }
   }
 
+  private logDown(reason: string): void {
+    this.logger.error({ redis: 'down', reason }, 'Redis shared state down: rate limits per process, sessions unavailable');
+  }
+
   private setStatus(next: SharedStateStatus, reason: string): void {
     if (next === this.current || this.closing) return;
     this.current = next;
     this.up.set(next === 'up' ? 1 : 0);
     if (next === 'up') this.logger.info({ redis: 'up', reason }, 'Redis shared state up: rate limits and sessions shared again');
-    else this.logger.error({ redis: 'down', reason }, 'Redis shared state down: rate limits per process, sessions unavailable');
+    else this.logDown(reason);
     for (const listener of this.listeners) listener(next);
   }
 }

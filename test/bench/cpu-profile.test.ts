@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { layerOf, layerTimes, type CpuProfile } from '../../bench/support/cpu-profile.js';
+import { isMainThreadProfile, layerOf, layerTimes, type CpuProfile } from '../../bench/support/cpu-profile.js';
 
 describe('the layers of a CPU profile (bench profile)', () => {
   it('puts a frame in its layer by package, node module or native name', () => {
@@ -24,11 +24,19 @@ describe('the layers of a CPU profile (bench profile)', () => {
     expect(at('', '(garbage collector)')).toBe('garbage collection');
   });
 
+  it('knows the main thread\'s profile among a process\'s files', () => {
+    expect(isMainThreadProfile('CPU.20261127.122800.11665.0.001.cpuprofile')).toBe(true);
+    expect(isMainThreadProfile('CPU.20261127.122801.11665.1.002.cpuprofile')).toBe(false);
+    expect(isMainThreadProfile('CPU.20261127.122800.11665.0.001.cpuprofile.tmp')).toBe(false);
+  });
+
   const dir = mkdtempSync(join(tmpdir(), 'cpu-profile-test-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('counts only the samples of a window, on the clock another process reads', () => {
     // A real profile: 300 ms of work, then 300 ms of waiting, each span's ends read from the monotonic clock.
+    const now = () => Number(process.hrtime.bigint() / 1000n);
+    const started = now();
     const script = join(dir, 'spin.mjs');
     writeFileSync(
       script,
@@ -44,8 +52,13 @@ describe('the layers of a CPU profile (bench profile)', () => {
       'busy' | 'idle',
       { from: number; to: number }
     >;
-    const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'))!;
-    const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
+    const ended = now();
+    const files = readdirSync(dir).filter(isMainThreadProfile);
+    expect(files).toHaveLength(1);
+    const profile = JSON.parse(readFileSync(join(dir, files[0]!), 'utf8')) as CpuProfile;
+    // The child's profile lies within this process's reading of the same clock.
+    expect(profile.startTime).toBeGreaterThan(started);
+    expect(profile.endTime).toBeLessThan(ended);
     const share = (span: { from: number; to: number }, layer: string) => (layerTimes(profile, span).get(layer as never) ?? 0) / (span.to - span.from);
     expect(share(spans.busy, 'our code (the reference’s own, for it)')).toBeGreaterThan(0.8);
     expect(share(spans.idle, 'idle')).toBeGreaterThan(0.8);

@@ -137,7 +137,9 @@ describe.skipIf(!redisUrl())('Redis down when the core starts', () => {
 });
 
 describe.skipIf(!redisUrl())('A Redis older than 6.2', () => {
-  it('is reported down with the reason, not failed call by call, and taken up once upgraded in place', async () => {
+  const LACKING = 'Redis lacks GETEX: the shared state needs Redis 6.2 or newer';
+
+  it('is reported down with the reason, not failed call by call, taken up once upgraded in place, and found again after a failover', async () => {
     // A real Redis without GETEX, as Redis before 6.2 is: the command removed from its table.
     const redis = new OwnRedis(await freePort(), ['--rename-command', 'GETEX', '']);
     await redis.start();
@@ -155,7 +157,7 @@ describe.skipIf(!redisUrl())('A Redis older than 6.2', () => {
       const shared = t.core.shared;
       expect(shared.status).toBe('down');
       const down = logLines.find((line) => line.redis === 'down');
-      expect(down?.reason).toBe('Redis lacks GETEX: the shared state needs Redis 6.2 or newer');
+      expect(down?.reason).toBe(LACKING);
       expect((await within(t.app.inject({ url: '/readyz' }), '/readyz')).statusCode).toBe(503);
       // Sessions refuse with the reason; rate limits count in the process.
       await expect(within(shared.getAndTouch('session', 60), 'getAndTouch')).rejects.toThrow(/Redis lacks GETEX/);
@@ -169,6 +171,15 @@ describe.skipIf(!redisUrl())('A Redis older than 6.2', () => {
       expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(200);
       await shared.set('session', 'kept', 60);
       expect(await shared.getAndTouch('session', 60)).toBe('kept');
+
+      // Back on a server without GETEX (a failover to an old replica): found on the new connection and said so,
+      // though the connection's close had already reported the state down.
+      const linesBefore = logLines.length;
+      await redis.kill();
+      await redis.start(['--rename-command', 'GETEX', '']);
+      await waitFor(() => logLines.slice(linesBefore).some((line) => line.reason === LACKING), 'the reason logged again');
+      expect(shared.status).toBe('down');
+      await expect(within(shared.getAndTouch('session', 60), 'getAndTouch')).rejects.toThrow(/Redis lacks GETEX/);
     } finally {
       await t.close();
       await redis.kill();
