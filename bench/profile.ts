@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { danaOf } from '../test/faults/support.js';
 import { autocannonRun, demoStore, expectMcpEmployee, openMcpSession, startReference, writeResults, type LoadTarget } from './lib.js';
-import { isMainThreadProfile, LAYERS, layerTimes, type CpuProfile, type Layer, type Window } from './support/cpu-profile.js';
+import { isMainThreadProfile, LAYERS, layerTimes, type CpuProfile, type Window } from './support/cpu-profile.js';
 
 /*
  * The profile summary of the hot path: where each server's main thread spends a request, by layer, from
@@ -87,12 +87,8 @@ try {
   const perRequest = columns.map((column) => {
     const profile = profiles.get(column.profileDir) ?? profileOf(column.profileDir);
     profiles.set(column.profileDir, profile);
-    const times = new Map<Layer, number>();
-    let span = 0;
-    for (const window of column.windows) {
-      span += window.to - window.from;
-      for (const [layer, micros] of layerTimes(profile, window)) times.set(layer, (times.get(layer) ?? 0) + micros);
-    }
+    const times = layerTimes(profile, column.windows);
+    const span = column.windows.reduce((sum, window) => sum + window.to - window.from, 0);
     const busy = [...times].reduce((sum, [layer, micros]) => (layer === 'idle' ? sum : sum + micros), 0);
     return { times, span, busy, requests: column.requests };
   });

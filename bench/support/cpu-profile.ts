@@ -66,21 +66,25 @@ export interface Window {
 }
 
 /**
- * The µs of `window` each layer took, idle included: each sample stands for the time until the next one
+ * The µs of `windows` each layer took, idle included: each sample stands for the time until the next one
  * (the profiler's interval stretches on a busy machine).
  */
-export function layerTimes(profile: CpuProfile, window: Window): Map<Layer, number> {
+export function layerTimes(profile: CpuProfile, windows: readonly Window[]): Map<Layer, number> {
   const layers = new Map(profile.nodes.map((node) => [node.id, layerOf(node.callFrame)]));
   const times = new Map<Layer, number>();
-  let at = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    at += profile.timeDeltas[i] ?? 0;
-    if (at < window.from) continue;
-    if (at > window.to) break;
-    const layer = layers.get(profile.samples[i]!) ?? 'V8 and node unattributed (program)';
-    times.set(layer, (times.get(layer) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+  for (const window of windows) {
+    let counted = 0;
+    let at = profile.startTime;
+    for (let i = 0; i < profile.samples.length; i++) {
+      at += profile.timeDeltas[i] ?? 0;
+      if (at < window.from) continue;
+      if (at > window.to) break;
+      const layer = layers.get(profile.samples[i]!) ?? 'V8 and node unattributed (program)';
+      times.set(layer, (times.get(layer) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+      counted++;
+    }
+    if (counted === 0) throw new Error(`the profile (${profile.startTime}–${profile.endTime} µs) has no sample in the window ${window.from}–${window.to}`);
   }
-  if (times.size === 0) throw new Error(`the profile (${profile.startTime}–${profile.endTime} µs) has no sample in the window ${window.from}–${window.to}`);
   return times;
 }
 

@@ -31,6 +31,7 @@ return {count, ttl}`;
 
 /** Commands the shared state sends that not every Redis has: GETEX came with Redis 6.2. */
 const NEEDED_COMMANDS = ['GETEX'] as const;
+const NOT_CHECKED = 'not connected';
 
 /** Redis answered with an error: a bug of ours (wrong type, bad script), not an outage. */
 const isReplyError = (error: unknown) => error instanceof Error && error.name === 'ReplyError';
@@ -40,10 +41,9 @@ export class RedisSharedState implements SharedState {
   // Unknown until the first connect settles, so that a Redis down at start is logged too.
   private current: SharedStateStatus | 'starting' = 'starting';
   private closing = false;
-  // Commands go only to a connection whose server was checked to have every command we send (checkCommands).
-  private checked = false;
-  // Set while the connected server lacks a needed command: it then counts as down, with this reason.
-  private lacking: string | undefined;
+  // Why commands are not sent, if they are not: no connection whose server was checked to have every
+  // command we send (checkCommands), or the reason the connected one fails that check (it then counts as down).
+  private refusal: string | undefined = NOT_CHECKED;
   private commandCheck: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<(status: SharedStateStatus) => void>();
   private readonly fallback = new MemorySharedState();
@@ -65,8 +65,7 @@ export class RedisSharedState implements SharedState {
       this.commandCheck = this.checkCommands();
     });
     redis.on('close', () => {
-      this.checked = false;
-      this.lacking = undefined;
+      this.refusal = NOT_CHECKED;
       this.setStatus('down', 'connection closed');
     });
     // Without a listener an 'error' event would crash the process; the status change is what gets logged.
@@ -162,9 +161,10 @@ export class RedisSharedState implements SharedState {
    * reason, and is checked again on the next connection (an upgrade needs no restart of ours).
    */
   private async checkCommands(): Promise<void> {
-    let known: unknown[];
+    let missing: string[];
     try {
-      known = await this.redis.command('INFO', ...NEEDED_COMMANDS);
+      const known = await this.redis.command('INFO', ...NEEDED_COMMANDS);
+      missing = NEEDED_COMMANDS.filter((_, index) => !known[index]);
     } catch (error) {
       if (!isReplyError(error)) {
         // Unanswered (a timeout): reconnect, so that the next connection is checked in turn.
@@ -173,20 +173,17 @@ export class RedisSharedState implements SharedState {
       }
       // A server that refuses the question (ACLs, a proxy) still gets used; a missing command would show then.
       this.logger.warn({ err: error }, 'Redis did not say which commands it has; assuming Redis 6.2 or newer');
-      known = NEEDED_COMMANDS.map(() => ['known']);
+      missing = [];
     }
-    const missing = NEEDED_COMMANDS.filter((_, index) => !known[index]);
-    this.lacking = missing.length ? `Redis lacks ${missing.join(', ')}: the shared state needs Redis 6.2 or newer` : undefined;
-    this.checked = true;
+    this.refusal = missing.length ? `Redis lacks ${missing.join(', ')}: the shared state needs Redis 6.2 or newer` : undefined;
     // Already down (reconnected after a close): the reason is still worth its line.
-    if (this.lacking && this.current === 'down') this.logDown(this.lacking);
-    this.setStatus(this.lacking ? 'down' : 'up', this.lacking ?? 'connected');
+    if (this.refusal && this.current === 'down') this.logDown(this.refusal);
+    this.setStatus(this.refusal ? 'down' : 'up', this.refusal ?? 'connected');
   }
 
   /** Runs one command; an outage (closed, timed out, not connected, too old) becomes SharedStateUnavailable. */
   private async command<T>(run: () => Promise<T>): Promise<T> {
-    if (this.lacking) throw new SharedStateUnavailable(this.lacking);
-    if (!this.checked) throw new SharedStateUnavailable('not connected');
+    if (this.refusal) throw new SharedStateUnavailable(this.refusal);
     try {
       const result = await run();
       if (this.redis.status === 'ready') this.setStatus('up', 'answered');

@@ -59,9 +59,12 @@ describe('the layers of a CPU profile (bench profile)', () => {
     // The child's profile lies within this process's reading of the same clock.
     expect(profile.startTime).toBeGreaterThan(started);
     expect(profile.endTime).toBeLessThan(ended);
-    const share = (span: { from: number; to: number }, layer: string) => (layerTimes(profile, span).get(layer as never) ?? 0) / (span.to - span.from);
+    const share = (span: { from: number; to: number }, layer: string) => (layerTimes(profile, [span]).get(layer as never) ?? 0) / (span.to - span.from);
     expect(share(spans.busy, 'our code (the reference’s own, for it)')).toBeGreaterThan(0.8);
     expect(share(spans.idle, 'idle')).toBeGreaterThan(0.8);
-    expect(() => layerTimes(profile, { from: profile.endTime + 1_000_000, to: profile.endTime + 2_000_000 })).toThrow(/no sample in the window/);
+    // Several windows add up.
+    const idleOf = (windows: Array<{ from: number; to: number }>) => layerTimes(profile, windows).get('idle') ?? 0;
+    expect(idleOf([spans.busy, spans.idle])).toBeCloseTo(idleOf([spans.busy]) + idleOf([spans.idle]), 6);
+    expect(() => layerTimes(profile, [spans.busy, { from: profile.endTime + 1_000_000, to: profile.endTime + 2_000_000 }])).toThrow(/no sample in the window/);
   });
 });

@@ -27,10 +27,27 @@ async function within<T>(promise: Promise<T>, what: string): Promise<T> {
   }
 }
 
+type LogLine = { msg?: string; redis?: string; reason?: string };
+
+/** A core on `redis` whose log lines (info and above) are kept, parsed, in `lines`. */
+async function coreOn(redis: OwnRedis): Promise<{ t: TestApp; lines: LogLine[] }> {
+  const lines: LogLine[] = [];
+  const logs = new PassThrough();
+  logs.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as LogLine);
+  });
+  const t = await startTestApp('pglite', {
+    seed: false,
+    config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() },
+    core: { logger: pino({ level: 'info' }, logs) },
+  });
+  return { t, lines };
+}
+
 describe.skipIf(!redisUrl())('Redis stopped mid-test', () => {
   let redis: OwnRedis;
   let t: TestApp;
-  const logLines: Array<{ msg?: string; redis?: string }> = [];
+  let logLines: LogLine[];
 
   const redisUp = async () => {
     const text = (await t.app.inject({ url: '/metrics' })).body;
@@ -40,15 +57,7 @@ describe.skipIf(!redisUrl())('Redis stopped mid-test', () => {
   beforeAll(async () => {
     redis = new OwnRedis(await freePort());
     await redis.start();
-    const logs = new PassThrough();
-    logs.on('data', (chunk: Buffer) => {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as { msg?: string });
-    });
-    t = await startTestApp('pglite', {
-      seed: false,
-      config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() },
-      core: { logger: pino({ level: 'info' }, logs) },
-    });
+    ({ t, lines: logLines } = await coreOn(redis));
   });
   afterAll(async () => {
     await t?.close();
@@ -143,16 +152,7 @@ describe.skipIf(!redisUrl())('A Redis older than 6.2', () => {
     // A real Redis without GETEX, as Redis before 6.2 is: the command removed from its table.
     const redis = new OwnRedis(await freePort(), ['--rename-command', 'GETEX', '']);
     await redis.start();
-    const logLines: Array<{ msg?: string; redis?: string; reason?: string }> = [];
-    const logs = new PassThrough();
-    logs.on('data', (chunk: Buffer) => {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as { msg?: string });
-    });
-    const t = await startTestApp('pglite', {
-      seed: false,
-      config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() },
-      core: { logger: pino({ level: 'info' }, logs) },
-    });
+    const { t, lines: logLines } = await coreOn(redis);
     try {
       const shared = t.core.shared;
       expect(shared.status).toBe('down');
@@ -180,6 +180,22 @@ describe.skipIf(!redisUrl())('A Redis older than 6.2', () => {
       await waitFor(() => logLines.slice(linesBefore).some((line) => line.reason === LACKING), 'the reason logged again');
       expect(shared.status).toBe('down');
       await expect(within(shared.getAndTouch('session', 60), 'getAndTouch')).rejects.toThrow(/Redis lacks GETEX/);
+    } finally {
+      await t.close();
+      await redis.kill();
+    }
+  });
+
+  it('is used, with a warning, when it will not say which commands it has', async () => {
+    // A real Redis whose ACL refuses COMMAND (as some managed services do): the check cannot tell, GETEX still works.
+    const redis = new OwnRedis(await freePort(), ['--user', 'default', 'on', 'nopass', '~*', '&*', '+@all', '-command']);
+    await redis.start();
+    const { t, lines } = await coreOn(redis);
+    try {
+      expect(t.core.shared.status).toBe('up');
+      expect(lines.some((line) => /did not say which commands it has/.test(line.msg ?? ''))).toBe(true);
+      await t.core.shared.set('session', 'kept', 60);
+      expect(await t.core.shared.getAndTouch('session', 60)).toBe('kept');
     } finally {
       await t.close();
       await redis.kill();

@@ -53,7 +53,7 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, what:
 export class OwnRedis {
   private child: ChildProcess | undefined;
 
-  /** `settings` are further redis-server arguments, as `--name value` pairs. */
+  /** `settings`: further redis-server arguments, config directives as `--name value…`. */
   constructor(
     readonly port: number,
     private settings: string[] = [],
