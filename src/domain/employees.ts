@@ -87,6 +87,7 @@ export async function listEmployees(db: Queryable, p: Principal, input: PageRequ
     from: EMPLOYEE_FROM,
     where: and(filters),
     key: sql`e.id`,
+    pageIndex: 'employees_company_id_idx',
     filters: { companyId: input.companyId, query: input.query, teamName: input.teamName, country: input.country },
     everyRowOf: wholeCompanies('employees', companies, filters, p.role === 'admin'),
   }, input);

@@ -95,7 +95,7 @@ async function pageOfDevices(
   input: PageRequest,
   everyRowOf?: PageQuerySpec['everyRowOf'],
 ): Promise<Page<DeviceRecord>> {
-  const page = await paginate<DeviceRow>(db, { columns: DEVICE_COLUMNS, from: DEVICE_FROM, where, key: sql`d.id`, filters, everyRowOf }, input);
+  const page = await paginate<DeviceRow>(db, { columns: DEVICE_COLUMNS, from: DEVICE_FROM, where, key: sql`d.id`, pageIndex: 'devices_company_id_idx', filters, everyRowOf }, input);
   return { ...page, rows: page.rows.map(toDevice) };
 }
 

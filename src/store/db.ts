@@ -1,10 +1,10 @@
 import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ServiceUnavailable } from '../errors.js';
-import { sql, type Sql } from './sql.js';
+import { sql, type Planning, type Sql } from './sql.js';
 import { StatementNames } from './statement-names.js';
 import { createPglite } from './pglite-template.js';
-import type { ClientBase } from 'pg';
+import type { ClientBase, Pool } from 'pg';
 
 /** Something that runs parameterised SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -197,14 +197,17 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     client.on('notification', dispatch);
     for (const channel of listeners.keys()) await client.query(`LISTEN ${channel}`);
   });
-  // Statements planned with their values (Sql.plannedPerCall: searches) run on their own sessions, which
-  // plan every execution with its values: named there, they are parsed once per connection, and never
-  // given the generic plan that PostgreSQL may settle on after five runs (a search's pattern decides its plan).
-  // Set per session, not as a startup option, which a pooler such as PgBouncer refuses. Read-only statements
-  // outside transactions, so these connections need no LISTEN.
-  const planningPool = poolOf(async (client) => {
-    await client.query('SET plan_cache_mode = force_custom_plan');
-  });
+  // Named statements whose planning is fixed (Sql.planning: searches planned with their values, pages
+  // planned once) run on sessions of their own whose plan_cache_mode says so: a search is parsed once per
+  // connection but never given a generic plan, and a page's generic plan is kept although PostgreSQL's
+  // guess for its LIMIT parameter (a tenth of the rows) prices it above a custom one at a million rows.
+  // Set per session, not as a startup option, which a pooler such as PgBouncer refuses. Read-only
+  // statements outside transactions, so these connections need no LISTEN.
+  const plannedPool = (mode: 'force_custom_plan' | 'force_generic_plan') =>
+    poolOf(async (client) => {
+      await client.query(`SET plan_cache_mode = ${mode}`);
+    });
+  const pools: Record<Planning, Pool> = { auto: pool, custom: plannedPool('force_custom_plan'), generic: plannedPool('force_generic_plan') };
   const run = async <R>(target: { query: typeof pool.query }, statement: Sql) => {
     const { text, values } = statement.toQuery();
     try {
@@ -218,7 +221,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const layouts = new RowLayouts();
   const runPrepared = async <R>(statement: Sql) => {
     const { text, values } = statement.toQuery();
-    const target = statement.plannedPerCall ? planningPool : pool;
+    const target = pools[statement.planning];
     const named = names.namedFor(text);
     if (named === undefined) return run<R>(target, statement);
     try {
@@ -305,7 +308,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       };
     },
     close: async () => {
-      await Promise.all([pool.end(), planningPool.end()]);
+      await Promise.all(Object.values(pools).map((each) => each.end()));
     },
   };
 }

@@ -34,6 +34,14 @@ export interface PageQuerySpec {
    */
   everyRowOf?: { relation: CountedRelation; companyIds: readonly string[] } | undefined;
   /**
+   * The index on (company_id, the order's column, key), or (company_id, key) without an order, that
+   * reads a company's rows in page order. A page of every row of one company then has one best plan,
+   * this index read backward or forward, whatever the company or cursor: it is planned once per
+   * connection ('generic'). Left to itself at a million rows, PostgreSQL prices that plan with a tenth
+   * of the rows for the LIMIT parameter and replans every call, which costs as much as the page.
+   */
+  pageIndex?: string | undefined;
+  /**
    * A free-text search: conditions on the listed rows, each one an index can serve (a trigram LIKE, a
    * key = ANY(array) of rows found in another table's index); a row matches when any holds. `everyRowOf`
    * is then not consulted. See searchPage.
@@ -175,7 +183,11 @@ export async function paginate<R extends { id: string }>(db: Queryable, spec: Pa
   const [rows, totalCount] = spec.matching
     ? await searchPage<R>(db, spec, spec.matching, { cursor, limit, offset })
     : await Promise.all([
-        db.query<R>(sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${where} ORDER BY ${orderedBy(spec.order, spec.key)} LIMIT ${limit + 1} OFFSET ${offset}`),
+        db.query<R>(
+          sql`SELECT ${spec.columns} FROM ${spec.from} WHERE ${where} ORDER BY ${orderedBy(spec.order, spec.key)} LIMIT ${limit + 1} OFFSET ${offset}`.planned(
+            spec.pageIndex !== undefined && spec.everyRowOf?.companyIds.length === 1 ? 'generic' : 'auto',
+          ),
+        ),
         totalOf(db, spec).then((counted) => counted[0]?.n ?? 0),
       ]);
   const hasMore = rows.length > limit;

@@ -1,32 +1,46 @@
 /**
+ * How PostgreSQL plans a statement that it keeps prepared, as its `plan_cache_mode` names it:
+ * - 'auto': PostgreSQL's choice, a plan with the call's values for five runs, then the cached generic
+ *   plan unless that one looks dearer;
+ * - 'custom': planned with its values on every call, for a statement whose best plan depends on a
+ *   value (a search pattern matching ten rows or ten thousand);
+ * - 'generic': planned once per connection, for a statement with one best plan whatever its values,
+ *   which PostgreSQL's cost guess would still replan every call (see paginate).
+ */
+export type Planning = 'auto' | 'custom' | 'generic';
+
+/** A statement holding fragments of several plannings takes the highest ranked: a search inside is planned per call. */
+const PLANNING_RANK: Record<Planning, number> = { auto: 0, generic: 1, custom: 2 };
+
+/**
  * A composable SQL fragment: interpolated values become $n parameters, nested fragments are inlined.
  * Keeps every query parameterised while letting scope predicates be built in one place.
  */
 export class Sql {
-  /**
-   * Whether the statement's best plan depends on a value (a search pattern matching ten rows or ten
-   * thousand): such a statement is planned with its values on every call, never from a cached plan.
-   */
-  readonly plannedPerCall: boolean;
+  readonly planning: Planning;
   /** Whether any parameter is inside: collecting the values skips the fragments without (column lists, joins). */
   private readonly hasParameters: boolean;
 
   constructor(
     readonly strings: readonly string[],
     readonly values: readonly unknown[],
-    plannedPerCall = false,
+    planning: Planning = 'auto',
   ) {
-    let nestedPlannedPerCall = false;
     let hasParameters = false;
     for (const value of values) {
       if (!(value instanceof Sql)) hasParameters = true;
       else {
-        nestedPlannedPerCall ||= value.plannedPerCall;
+        if (PLANNING_RANK[value.planning] > PLANNING_RANK[planning]) planning = value.planning;
         hasParameters ||= value.hasParameters;
       }
     }
-    this.plannedPerCall = plannedPerCall || nestedPlannedPerCall;
+    this.planning = planning;
     this.hasParameters = hasParameters;
+  }
+
+  /** The same statement, planned as `planning` says (unless a fragment inside asks for 'custom'). */
+  planned(planning: Planning): Sql {
+    return new Sql(this.strings, this.values, planning);
   }
 
   /**
@@ -122,5 +136,5 @@ export function containsText(text: string, columns: readonly Sql[]): Sql {
     columns.map((column) => sql`lower(${column}) LIKE lower(${pattern})`),
     ' OR ',
   );
-  return new Sql(['(', ')'], [match], true);
+  return new Sql(['(', ')'], [match], 'custom');
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { DatabaseUnavailable, openDb, type Db } from '../../src/store/db.js';
-import { containsText, raw, Sql, sql } from '../../src/store/sql.js';
+import { containsText, raw, Sql, sql, type Planning } from '../../src/store/sql.js';
 import { adminQuery } from '../helpers/harness.js';
 
 /*
@@ -31,10 +31,10 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
 
   const gadget = (id: number) => db.query<{ id: number; size: unknown }>(sql`SELECT id, size FROM gadgets WHERE id = ${id}`);
   const GADGET_TEXT = 'SELECT id, size FROM gadgets WHERE id = $1';
-  // What the connection holds; on a search's connection when `searches` (a statement planned per call runs on one).
-  const prepared = (searches = false) =>
+  // What a connection holds: one of the statements planned as `planning` says (each planning has connections of its own).
+  const prepared = (planning: Planning = 'auto') =>
     db.query<{ name: string; statement: string; generic: number; custom: number; runs: number }>(
-      new Sql(['SELECT name, statement, generic_plans AS generic, custom_plans AS custom, generic_plans + custom_plans AS runs FROM pg_prepared_statements'], [], searches),
+      new Sql(['SELECT name, statement, generic_plans AS generic, custom_plans AS custom, generic_plans + custom_plans AS runs FROM pg_prepared_statements'], [], planning),
     );
   const search = (id: number, text: string) => db.query(sql`SELECT id FROM gadgets WHERE id = ${id} AND ${containsText(text, [sql`size::text`])}`);
 
@@ -54,7 +54,7 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
     // With a key in it, the generic plan would cost no more than a custom one: left to itself,
     // PostgreSQL would switch to it after five runs.
     for (let n = 0; n < 10; n++) expect(await search(12, '20')).toEqual([{ id: 12 }]);
-    const held = (await prepared(true)).filter((p) => p.statement.includes(' LIKE '));
+    const held = (await prepared('custom')).filter((p) => p.statement.includes(' LIKE '));
     expect(held.map(({ statement, generic, custom }) => ({ statement, generic, custom }))).toEqual([
       { statement: expect.stringContaining('FROM gadgets'), generic: 0, custom: 8 },
     ]);
@@ -86,7 +86,7 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
     // A search's new connection plans per call again: the setting is made on every connection, not once.
     await search(14, '40').catch(() => undefined);
     for (let i = 0; i < 8; i++) expect(await search(14, '40')).toEqual([{ id: 14 }]);
-    const searches = (await prepared(true)).filter((p) => p.statement.includes(' LIKE '));
+    const searches = (await prepared('custom')).filter((p) => p.statement.includes(' LIKE '));
     expect(searches).toHaveLength(1);
     expect(searches[0]).toMatchObject({ generic: 0 });
     expect(searches[0]!.custom).toBeGreaterThanOrEqual(6);

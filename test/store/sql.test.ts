@@ -45,10 +45,16 @@ describe('Sql fragments', () => {
     expect(byId(raw('TRUE'), 'v').toQuery()).toEqual({ text: 'SELECT a FROM t WHERE TRUE AND id = $1', values: ['v'] });
   });
 
-  it('marks a statement planned per call when any nested fragment is', () => {
+  it('plans a statement per call when any nested fragment is a search, and keeps a chosen planning otherwise', () => {
     const search = containsText('50%', [sql`o.note`]);
-    expect(sql`SELECT 1 WHERE ${and([sql`a = ${1}`, search])}`.plannedPerCall).toBe(true);
-    expect(sql`SELECT 1 WHERE ${and([sql`a = ${1}`])}`.plannedPerCall).toBe(false);
+    expect(sql`SELECT 1 WHERE ${and([sql`a = ${1}`, search])}`.planning).toBe('custom');
+    expect(sql`SELECT 1 WHERE ${and([sql`a = ${1}`])}`.planning).toBe('auto');
     expect(search.toQuery()).toEqual({ text: '(lower(o.note) LIKE lower($1))', values: ['%50\\%%'] });
+    const page = sql`SELECT 1 WHERE a = ${1} LIMIT ${2}`;
+    const once = page.planned('generic');
+    expect(once.planning).toBe('generic');
+    expect(once.toQuery()).toEqual(page.toQuery());
+    expect(sql`SELECT 1 WHERE ${search} LIMIT ${2}`.planned('generic').planning).toBe('custom');
+    expect(sql`SELECT * FROM (${once}) page`.planning).toBe('generic');
   });
 });

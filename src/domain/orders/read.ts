@@ -29,13 +29,13 @@ const SUMMARY_COLUMNS = sql`o.id, o.company_id AS "companyId", o.order_type AS "
 
 const SUMMARY_FROM = sql`orders o LEFT JOIN employees e ON e.id = o.employee_id`;
 
-/** The sort allowlist: each field's column; `-field` sorts descending. */
+/** The sort allowlist: each field's column, and the index that pages a company's orders by it; `-field` sorts descending. */
 const SORT_COLUMNS = {
-  createdAt: { column: sql`o.created_at`, type: 'timestamptz' },
-  updatedAt: { column: sql`o.updated_at`, type: 'timestamptz' },
-  status: { column: sql`o.status`, type: 'text' },
-  orderType: { column: sql`o.order_type`, type: 'text' },
-} as const satisfies Record<OrderSortField, Omit<PageOrder, 'field' | 'descending'>>;
+  createdAt: { column: sql`o.created_at`, type: 'timestamptz', pageIndex: 'orders_company_created_idx' },
+  updatedAt: { column: sql`o.updated_at`, type: 'timestamptz', pageIndex: 'orders_company_updated_idx' },
+  status: { column: sql`o.status`, type: 'text', pageIndex: undefined },
+  orderType: { column: sql`o.order_type`, type: 'text', pageIndex: undefined },
+} as const satisfies Record<OrderSortField, Omit<PageOrder, 'field' | 'descending'> & { pageIndex: string | undefined }>;
 
 export interface OrderSort {
   field: OrderSortField;
@@ -79,12 +79,14 @@ export async function listOrders(db: Queryable, p: Principal, input: PageRequest
   if (orderType) filters.push(sql`o.order_type = ${orderType}`);
   if (employeeId) filters.push(sql`o.employee_id = ${employeeId}`);
   if (topLevel) filters.push(sql`o.parent_id IS NULL`);
+  const { pageIndex, ...sortColumn } = SORT_COLUMNS[sort.field];
   return paginate<OrderSummary>(db, {
     columns: SUMMARY_COLUMNS,
     from: SUMMARY_FROM,
     where: and(filters),
     key: sql`o.id`,
-    order: { ...SORT_COLUMNS[sort.field], field: sort.field, descending: sort.descending },
+    order: { ...sortColumn, field: sort.field, descending: sort.descending },
+    pageIndex,
     filters: { companyId, status, orderType, query, employeeId, topLevel, sort: `${sort.descending ? '-' : ''}${sort.field}` },
     everyRowOf: wholeCompanies('orders', companies, filters, p.role === 'admin'),
     matching: query ? ordersMatching(query, companies) : undefined,
