@@ -64,6 +64,12 @@ const bits = (seed: Sql) => sql`('x' || substr(md5(${seed}), 1, 13))::bit(52)::b
 const idOf = (prefix: string, g: Sql, base: number) =>
   sql`${prefix + '_'} || bench_base32(${base}::bigint - ${g} * 1000) || bench_base32(${bits(sql`${prefix} || ${g}`)})`;
 
+/**
+ * Each table is analyzed once filled: a pooled connection keeps the plans of its foreign-key checks, made
+ * while the tables held the demo's few rows, until the table's statistics change. With autovacuum off, as on
+ * these machines, nothing else changed them: the million checks of the order lines ran for over half an hour
+ * (a profile showed each one comparing key after key of a B-tree) instead of seconds.
+ */
 async function generate(server: Awaited<ReturnType<typeof startBenchServer>>, size: (typeof SIZES)[number]) {
   const { db } = server.core;
   const acme = server.demo.companies.acme;
@@ -80,6 +86,7 @@ async function generate(server: Awaited<ReturnType<typeof startBenchServer>>, si
       lower(first || '.' || last || g) || '@company' || (g % 299) || '.example', (ARRAY['DE','US','FR','SE','ES'])[1 + g % 5]
     FROM generate_series(1, ${size.employees}::int) g,
       LATERAL (SELECT ${pick(FIRST_NAMES, sql`'first' || g`)} AS first, ${pick(LAST_NAMES, sql`'last' || g`)} AS last) name`);
+  await db.exec('ANALYZE employees');
   // Three vendors' serial shapes: PF + 6, C02 + 9, and 7 characters. g times an odd number, modulo a
   // power of two, is one-to-one, so serials look scattered and never repeat.
   const scattered = raw('bench_base32(g::bigint * 2654435761 % 35184372088832)');
@@ -89,12 +96,14 @@ async function generate(server: Awaited<ReturnType<typeof startBenchServer>>, si
       upper(CASE g % 3 WHEN 0 THEN 'pf' || right(${scattered}, 6) WHEN 1 THEN 'c02' || right(${scattered}, 9) ELSE right(${scattered}, 7) END),
       'Laptops', 'Computers', 'Lenovo', 'ThinkPad T14', 'New', 'Assigned', 'DE'
     FROM generate_series(1, ${size.devices}::int) g`);
+  await db.exec('ANALYZE devices');
   const nth = (kind: string, count: number) => idOf(kind, sql`(1 + (g - 1) % ${count}::int)`, base);
   await db.query(sql`
     INSERT INTO orders (id, company_id, order_type, status, employee_id, country, created_at, updated_at)
     SELECT ${idOf('ord', g, base)}, ${company}, 'Deployment', (ARRAY['Pending','In Progress','Shipped','Delivered','Completed'])[1 + g % 5],
       ${nth('emp', size.employees)}, 'DE', to_timestamp((${base}::bigint - g * 1000) / 1000.0), to_timestamp((${base}::bigint - g * 1000) / 1000.0)
     FROM generate_series(1, ${size.orders}::int) g`);
+  await db.exec('ANALYZE orders');
   await db.query(sql`
     INSERT INTO order_devices (order_id, device_id, role, status)
     SELECT ${idOf('ord', g, base)}, ${nth('dev', size.devices)}, 'deliver', 'requested'
