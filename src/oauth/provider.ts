@@ -1,4 +1,4 @@
-import { createHmac, generateKeyPairSync } from 'node:crypto';
+import { createHmac, createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import type { ClientMetadata, Provider, errors as oidcErrors } from 'oidc-provider';
 import { baseUrlOf, type Config } from '../config.js';
 import type { Queryable } from '../store/db.js';
@@ -66,10 +66,20 @@ function enforceClientPolicy(errors: OidcErrors, metadata: ClientMetadata): void
   metadata.application_type = 'native';
 }
 
-/** Signing key for the provider's own needs (we issue opaque tokens, never ID tokens): per process. */
-function ephemeralJwks() {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { keys: [{ ...privateKey.export({ format: 'jwk' }), use: 'sig', alg: 'RS256', kid: 'ephemeral' }] };
+/**
+ * Signing key for the provider's own needs (we issue opaque tokens, never ID tokens): per process. The
+ * key is generated as DER and exported from a key object of its own: on Node 20, exporting the generated
+ * key object itself as JWK could deadlock the process (the export holds the key's lock while allocating;
+ * a garbage collection then ran the finished generation job's destructor, which takes the same lock).
+ */
+export function ephemeralJwks() {
+  const { privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs8', format: 'der' },
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+  });
+  const key = createPrivateKey({ key: privateKey, format: 'der', type: 'pkcs8' });
+  return { keys: [{ ...key.export({ format: 'jwk' }), use: 'sig', alg: 'RS256', kid: 'ephemeral' }] };
 }
 
 export interface OAuthServerOptions {
