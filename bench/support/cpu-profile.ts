@@ -67,24 +67,26 @@ export interface Window {
 
 /**
  * The µs of `windows` each layer took, idle included: each sample stands for the time until the next one
- * (the profiler's interval stretches on a busy machine).
+ * (the profiler's interval stretches on a busy machine). One pass over the samples; windows do not overlap.
  */
 export function layerTimes(profile: CpuProfile, windows: readonly Window[]): Map<Layer, number> {
   const layers = new Map(profile.nodes.map((node) => [node.id, layerOf(node.callFrame)]));
+  const ordered = [...windows].sort((a, b) => a.from - b.from);
+  const counted = ordered.map(() => 0);
   const times = new Map<Layer, number>();
-  for (const window of windows) {
-    let counted = 0;
-    let at = profile.startTime;
-    for (let i = 0; i < profile.samples.length; i++) {
-      at += profile.timeDeltas[i] ?? 0;
-      if (at < window.from) continue;
-      if (at > window.to) break;
-      const layer = layers.get(profile.samples[i]!) ?? 'V8 and node unattributed (program)';
-      times.set(layer, (times.get(layer) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
-      counted++;
-    }
-    if (counted === 0) throw new Error(`the profile (${profile.startTime}–${profile.endTime} µs) has no sample in the window ${window.from}–${window.to}`);
+  let current = 0;
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length && current < ordered.length; i++) {
+    at += profile.timeDeltas[i] ?? 0;
+    while (current < ordered.length && at > ordered[current]!.to) current++;
+    const window = ordered[current];
+    if (!window || at < window.from) continue;
+    const layer = layers.get(profile.samples[i]!) ?? 'V8 and node unattributed (program)';
+    times.set(layer, (times.get(layer) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+    counted[current]!++;
   }
+  const empty = ordered.find((_, k) => counted[k] === 0);
+  if (empty) throw new Error(`the profile (${profile.startTime}–${profile.endTime} µs) has no sample in the window ${empty.from}–${empty.to}`);
   return times;
 }
 

@@ -93,7 +93,10 @@ describe.skipIf(!inject('postgresUrl'))('pages planned once [postgres]', () => {
     const pages = (await preparedOn(from)).filter((p) => p.statement.includes(`ORDER BY ${order}`));
     // Page 1 and the cursor page each earn a name after their first runs; neither was ever planned with its values.
     expect(pages.length).toBeGreaterThanOrEqual(2);
-    for (const page of pages) expect(page).toMatchObject({ custom: 0, generic: expect.any(Number) });
+    for (const page of pages) {
+      expect(page.custom).toBe(0);
+      expect(page.generic).toBeGreaterThan(0);
+    }
     const pageOne = pages.find((p) => p.statement.includes('LIMIT $2 OFFSET $3'))!;
     const path = pathOf(await genericPlan(pageOne.statement, `'${acme}', 26, 0`));
     expect(path.map((node) => node['Index Name'])).toContain(index);

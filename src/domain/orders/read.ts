@@ -29,13 +29,15 @@ const SUMMARY_COLUMNS = sql`o.id, o.company_id AS "companyId", o.order_type AS "
 
 const SUMMARY_FROM = sql`orders o LEFT JOIN employees e ON e.id = o.employee_id`;
 
+type SortColumn = Omit<PageOrder, 'field' | 'descending'> & { pageIndex?: string };
+
 /** The sort allowlist: each field's column, and the index that pages a company's orders by it; `-field` sorts descending. */
 const SORT_COLUMNS = {
   createdAt: { column: sql`o.created_at`, type: 'timestamptz', pageIndex: 'orders_company_created_idx' },
   updatedAt: { column: sql`o.updated_at`, type: 'timestamptz', pageIndex: 'orders_company_updated_idx' },
-  status: { column: sql`o.status`, type: 'text', pageIndex: undefined },
-  orderType: { column: sql`o.order_type`, type: 'text', pageIndex: undefined },
-} as const satisfies Record<OrderSortField, Omit<PageOrder, 'field' | 'descending'> & { pageIndex: string | undefined }>;
+  status: { column: sql`o.status`, type: 'text' },
+  orderType: { column: sql`o.order_type`, type: 'text' },
+} satisfies Record<OrderSortField, SortColumn> as Record<OrderSortField, SortColumn>;
 
 export interface OrderSort {
   field: OrderSortField;
