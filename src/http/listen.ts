@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlOf, ConfigError, type Config } from '../config.js';
 import type { Core } from '../core.js';
@@ -16,6 +17,33 @@ async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolea
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Runs `listen`, saying a taken or forbidden port in one line, with what to change: the machine's state, not a fault of ours. */
+async function withListenErrorsSaid(config: Config, listen: () => Promise<unknown>): Promise<void> {
+  try {
+    await listen();
+  } catch (error) {
+    const where = `${config.host}:${config.port}`;
+    const { code } = error as NodeJS.ErrnoException;
+    if (code === 'EADDRINUSE') throw new ConfigError(`Cannot listen on ${where}: another process is using it. Stop it, or choose another port (PORT, --port)`);
+    if (code === 'EACCES') throw new ConfigError(`Cannot listen on ${where}: not permitted (ports below 1024 need privileges). Choose another port (PORT, --port)`);
+    throw error;
+  }
+}
+
+/**
+ * Fails as listening would if the port cannot be taken now: for work that must not be done by a start
+ * that then cannot serve (seeding the demo, whose keys are shown once).
+ */
+export async function ensureCanListen(config: Config): Promise<void> {
+  if (config.port === 0) return;
+  const probe = createServer();
+  await withListenErrorsSaid(config, () => new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen({ port: config.port, host: config.host }, resolve);
+  }));
+  await new Promise((resolve) => probe.close(resolve));
 }
 
 /**
@@ -64,15 +92,6 @@ export async function listenUntilSignalled(app: FastifyInstance, core: Core, con
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  try {
-    await app.listen({ port: config.port, host: config.host });
-  } catch (error) {
-    // The machine's state, not a fault of ours: said in one line, with what to change, and no stack.
-    const where = `${config.host}:${config.port}`;
-    const { code } = error as NodeJS.ErrnoException;
-    if (code === 'EADDRINUSE') throw new ConfigError(`Cannot listen on ${where}: another process is using it. Stop it, or choose another port (PORT, --port)`);
-    if (code === 'EACCES') throw new ConfigError(`Cannot listen on ${where}: not permitted (ports below 1024 need privileges). Choose another port (PORT, --port)`);
-    throw error;
-  }
+  await withListenErrorsSaid(config, () => app.listen({ port: config.port, host: config.host }));
   return baseUrlOf({ ...config, port: (app.server.address() as { port: number }).port });
 }

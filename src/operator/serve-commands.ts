@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { ConfigError } from '../config.js';
 import { demoKeysFile, describeKeys, seedDemoInto } from '../demo/seed.js';
-import { listenUntilSignalled } from '../http/listen.js';
+import { ensureCanListen, listenUntilSignalled } from '../http/listen.js';
 import { configFrom, output, storeOptions, type StoreFlags } from './store-options.js';
 
 /** `serve` (the core with its gateway) and `gateway` (the gateway apart, in front of a core). */
@@ -25,6 +25,8 @@ export function addServeCommands(program: Command): void {
     let demo: Awaited<ReturnType<typeof seedDemoInto>> | undefined;
     if (flags.demo) {
       if (await isEmpty(core.db)) {
+        // The keys are shown once: a start that could not serve must leave the store empty for the next.
+        await ensureCanListen(config);
         demo = await seedDemoInto(core);
         if (!flags.json) process.stderr.write(`${describeKeys(demo)}\n`);
       } else {

@@ -141,3 +141,44 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
     }
   }, 60_000);
 });
+
+describe('svc-server serve --demo on a taken port', () => {
+  it('leaves the store empty, so the next start seeds it and shows the keys', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-demo-port-'));
+    const env = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    let server: ChildProcess | undefined;
+    try {
+      const refused = spawnSync(process.execPath, [...ENTRY, 'serve', '--demo', '--port', String(port)], { env, encoding: 'utf8', timeout: 60_000 });
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain(`Cannot listen on 127.0.0.1:${port}: another process is using it.`);
+      expect(refused.stderr).not.toContain('Demo API keys');
+      expect(existsSync(join(dataDir, 'demo-keys.json'))).toBe(false);
+      await new Promise((resolve) => taken.close(resolve));
+
+      server = spawn(process.execPath, [...ENTRY, 'serve', '--demo', '--json', '--port', String(port)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      const summary = await new Promise<{ url: string; demo?: { apiKeys: Record<string, string> } }>((resolve, reject) => {
+        server!.stdout!.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+          try {
+            resolve(JSON.parse(stdout));
+          } catch {
+            // Not the whole summary yet.
+          }
+        });
+        server!.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stdout}`)));
+      });
+      expect(summary.url).toBe(`http://127.0.0.1:${port}`);
+      expect(summary.demo?.apiKeys.admin).toMatch(/^svc_sk_/);
+      const me = await fetch(`${summary.url}/v4/me`, { headers: { 'x-api-key': summary.demo!.apiKeys.admin! } });
+      expect(me.status).toBe(200);
+    } finally {
+      server?.kill('SIGKILL');
+      taken.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
