@@ -1,7 +1,7 @@
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -163,6 +163,12 @@ export interface Measurement {
    * is the bottleneck. Meaningless where the server is another process not named (soak) or where loads overlap.
    */
   cpuMicrosPerRequest: number;
+  /**
+   * CPU time of this machine's PostgreSQL processes per request answered, in µs (0 when none runs here): what a
+   * request costs the database server, which bounds throughput once the database's cores are busy. Counts
+   * whatever else the database did meanwhile, less the share of a backend that exited within the run.
+   */
+  databaseCpuMicrosPerRequest: number;
 }
 
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
@@ -210,6 +216,40 @@ function cpuMicros(pid?: number): number {
 /** CPU time since `before` (cpuMicros of the same process) per request answered, in µs (see Measurement). */
 const cpuMicrosPerRequest = (before: number, requests: number, pid?: number) => Math.round((cpuMicros(pid) - before) / Math.max(1, requests));
 
+/** CPU time used so far by each process named `postgres` that this user may see, in µs, by pid. */
+function postgresCpuMicros(): Map<number, number> {
+  const used = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8') === 'postgres\n') used.set(Number(entry), cpuMicros(Number(entry)));
+    } catch {
+      // Exited between the listing and the read.
+    }
+  }
+  return used;
+}
+
+/**
+ * Both CPU counters at the start of a run; `perRequest` divides what each used since by the requests answered.
+ * The database's is summed over its processes, each from its own start value (0 for one started since):
+ * pooled connections come and go, and a backend that exited within the run takes its share with it.
+ */
+export function cpuCounters(serverPid?: number) {
+  const server = cpuMicros(serverPid);
+  const database = postgresCpuMicros();
+  return {
+    perRequest: (requests: number) => {
+      let databaseUsed = 0;
+      for (const [pid, used] of postgresCpuMicros()) databaseUsed += used - (database.get(pid) ?? 0);
+      return {
+        cpuMicrosPerRequest: cpuMicrosPerRequest(server, requests, serverPid),
+        databaseCpuMicrosPerRequest: Math.round(databaseUsed / Math.max(1, requests)),
+      };
+    },
+  };
+}
+
 /** autocannon in a process of its own (apart from the servers when pinned), with `load` as its -c, -d or -a options. */
 export async function autocannonRun({ url, headers, post }: Pick<LoadTarget, 'url' | 'headers' | 'post'>, load: string[]): Promise<autocannon.Result> {
   const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
@@ -239,7 +279,7 @@ export async function measure(
   const run = (duration: number) => autocannonRun({ url, headers, post }, ['-c', String(connections), '-d', String(duration)]);
   if (WARMUP_SECONDS > 0 && !warmed.has(url)) await run(WARMUP_SECONDS);
   warmed.add(url);
-  const cpuBefore = cpuMicros(serverPid);
+  const counters = cpuCounters(serverPid);
   const result = await run(seconds);
   return {
     requestsPerSecond: Math.round(result.requests.average),
@@ -247,7 +287,7 @@ export async function measure(
     p99: result.latency.p99,
     mean: result.latency.average,
     errors: result.errors + result.non2xx,
-    cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, result.requests.total, serverPid),
+    ...counters.perRequest(result.requests.total),
   };
 }
 
@@ -427,13 +467,16 @@ export async function benchEachBackend(
 export async function postLoop(url: string, headers: Record<string, string>, bodies: unknown[], seconds: number): Promise<Measurement> {
   const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'spec.json');
   writeFileSync(file, JSON.stringify({ url, headers, bodies, seconds, connections: 10 }));
-  const cpuBefore = cpuMicros();
+  const counters = cpuCounters();
   const { stdout } = await promisify(execFile)(...apartFromServers(process.execPath, ['--import', 'tsx', new URL('./workers/post-loop.ts', import.meta.url).pathname, file]), {
     maxBuffer: 16 * 1024 * 1024,
   });
-  const { exhausted, requests, ...result } = JSON.parse(stdout) as Omit<Measurement, 'cpuMicrosPerRequest'> & { exhausted: boolean; requests: number };
+  const { exhausted, requests, ...result } = JSON.parse(stdout) as Omit<Measurement, 'cpuMicrosPerRequest' | 'databaseCpuMicrosPerRequest'> & {
+    exhausted: boolean;
+    requests: number;
+  };
   if (exhausted) throw new Error('the load used every body before its time was up: give it more bodies');
-  return { ...result, cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, requests) };
+  return { ...result, ...counters.perRequest(requests) };
 }
 
 /*

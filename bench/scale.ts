@@ -206,8 +206,19 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
     for (const g of generated) creates.set(g, await createOrders(g));
     const rows: Row[] = [];
     for (const g of generated) {
-      rows.push([backend, g.size.orders, g.note, '', '', '', '', '']);
-      const row = (path: string, m: Measurement): Row => [backend, g.size.orders, path, m.requestsPerSecond, m.p50, m.mean, m.p99, m.errors];
+      rows.push([backend, g.size.orders, g.note, '', '', '', '', '', '', '']);
+      const row = (path: string, m: Measurement): Row => [
+        backend,
+        g.size.orders,
+        path,
+        m.requestsPerSecond,
+        m.p50,
+        m.mean,
+        m.p99,
+        m.errors,
+        m.cpuMicrosPerRequest,
+        backend === 'postgres' ? m.databaseCpuMicrosPerRequest : '',
+      ];
       for (const path of PATHS) rows.push(row(path, measured[keyOf(g, path)]!));
       rows.push(row('create_order (Deployment)', creates.get(g)!));
     }
@@ -221,6 +232,8 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
         '',
         (large.p50 / small.p50).toFixed(2),
         (large.mean / small.mean).toFixed(2),
+        '',
+        '',
         '',
         '',
       ];
@@ -240,9 +253,10 @@ rows.push(...(await run('postgres', SIZES)));
 const pgliteSizes = SIZES.filter((size) => size.orders <= PGLITE_MAX);
 if (pgliteSizes.length > 0) rows.push(...(await run('pglite', pgliteSizes)));
 console.log(
-  await writeResults('scale', 'npm run bench -- scale', ['store', 'orders', 'request', 'req/s', 'p50 ms', 'mean ms', 'p99 ms', 'errors'], rows, [
+  await writeResults('scale', 'npm run bench -- scale', ['store', 'orders', 'request', 'req/s', 'p50 ms', 'mean ms', 'p99 ms', 'errors', 'server CPU µs/req', 'PostgreSQL CPU µs/req'], rows, [
     `autocannon in a separate process (creates from a fetch worker), 10 connections, ${SECONDS} s per row, on loopback; PostgreSQL 15 on the same 2-core machine; admin key of Acme, limit=50.`,
     'Every size of a store is generated first and kept; each path is then measured across the sizes in turn. ' + ROUNDS_NOTE,
+    'Server CPU µs/req: the benchmark process’s CPU time (the server runs in it; on PGlite it includes the database); PostgreSQL CPU µs/req: that of every postgres process on the machine. Both from /proc over the requests answered, in the row’s median run: on two cores, their sum is what bounds the row’s throughput.',
     'Targets (issue 10): page 1 and a deep cursor page at 1M within 1.5× of 10k; search p50 ≤ 20 ms at 1M with 10 clients; create_order at 1M within 1.2× of 10k. Ratios are read from the mean latency (two decimals); the p50, in whole milliseconds, is given beside it.',
   ]),
 );
