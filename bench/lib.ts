@@ -213,9 +213,6 @@ function cpuMicros(pid?: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
 }
 
-/** CPU time since `before` (cpuMicros of the same process) per request answered, in µs (see Measurement). */
-const cpuMicrosPerRequest = (before: number, requests: number, pid?: number) => Math.round((cpuMicros(pid) - before) / Math.max(1, requests));
-
 /** CPU time used so far by each process named `postgres` that this user may see, in µs, by pid. */
 function postgresCpuMicros(): Map<number, number> {
   const used = new Map<number, number>();
@@ -231,9 +228,9 @@ function postgresCpuMicros(): Map<number, number> {
 }
 
 /**
- * Both CPU counters at the start of a run; `perRequest` divides what each used since by the requests answered.
- * The database's is summed over its processes, each from its own start value (0 for one started since):
- * pooled connections come and go, and a backend that exited within the run takes its share with it.
+ * Both CPU counters at the start of a run; `perRequest` divides what each used since by the requests answered
+ * (see Measurement). The database's is summed over its processes, each from its own start value (0 for one
+ * started since): pooled connections come and go, and a backend that exited within the run takes its share with it.
  */
 export function cpuCounters(serverPid?: number) {
   const server = cpuMicros(serverPid);
@@ -242,10 +239,8 @@ export function cpuCounters(serverPid?: number) {
     perRequest: (requests: number) => {
       let databaseUsed = 0;
       for (const [pid, used] of postgresCpuMicros()) databaseUsed += used - (database.get(pid) ?? 0);
-      return {
-        cpuMicrosPerRequest: cpuMicrosPerRequest(server, requests, serverPid),
-        databaseCpuMicrosPerRequest: Math.round(databaseUsed / Math.max(1, requests)),
-      };
+      const perRequest = (micros: number) => Math.round(micros / Math.max(1, requests));
+      return { cpuMicrosPerRequest: perRequest(cpuMicros(serverPid) - server), databaseCpuMicrosPerRequest: perRequest(databaseUsed) };
     },
   };
 }

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { backends, TEST_SECRET_KEY, freePort } from '../helpers/harness.js';
+import { startServeProcess, type ServerProcess } from '../faults/server-process.js';
 
 const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 
@@ -149,7 +150,7 @@ describe('svc-server serve --demo on a taken port', () => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const { port } = taken.address() as AddressInfo;
-    let server: ChildProcess | undefined;
+    let server: ServerProcess | undefined;
     try {
       const refused = spawnSync(process.execPath, [...ENTRY, 'serve', '--demo', '--port', String(port)], { env, encoding: 'utf8', timeout: 60_000 });
       expect(refused.status).toBe(1);
@@ -158,25 +159,15 @@ describe('svc-server serve --demo on a taken port', () => {
       expect(existsSync(join(dataDir, 'demo-keys.json'))).toBe(false);
       await new Promise((resolve) => taken.close(resolve));
 
-      server = spawn(process.execPath, [...ENTRY, 'serve', '--demo', '--json', '--port', String(port)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      const summary = await new Promise<{ url: string; demo?: { apiKeys: Record<string, string> } }>((resolve, reject) => {
-        server!.stdout!.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString();
-          try {
-            resolve(JSON.parse(stdout));
-          } catch {
-            // Not the whole summary yet.
-          }
-        });
-        server!.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stdout}`)));
-      });
+      // The freed port given again: commander keeps the last --port, over the helper's own free one.
+      server = await startServeProcess(['--demo', '--port', String(port)], env);
+      const { summary } = server;
       expect(summary.url).toBe(`http://127.0.0.1:${port}`);
       expect(summary.demo?.apiKeys.admin).toMatch(/^svc_sk_/);
       const me = await fetch(`${summary.url}/v4/me`, { headers: { 'x-api-key': summary.demo!.apiKeys.admin! } });
       expect(me.status).toBe(200);
     } finally {
-      server?.kill('SIGKILL');
+      await server?.kill9();
       taken.close();
       rmSync(dataDir, { recursive: true, force: true });
     }

@@ -32,12 +32,12 @@ const SUMMARY_FROM = sql`orders o LEFT JOIN employees e ON e.id = o.employee_id`
 type SortColumn = Omit<PageOrder, 'field' | 'descending'> & { pageIndex?: string };
 
 /** The sort allowlist: each field's column, and the index that pages a company's orders by it; `-field` sorts descending. */
-const SORT_COLUMNS = {
+const SORT_COLUMNS: Record<OrderSortField, SortColumn> = {
   createdAt: { column: sql`o.created_at`, type: 'timestamptz', pageIndex: 'orders_company_created_idx' },
   updatedAt: { column: sql`o.updated_at`, type: 'timestamptz', pageIndex: 'orders_company_updated_idx' },
   status: { column: sql`o.status`, type: 'text' },
   orderType: { column: sql`o.order_type`, type: 'text' },
-} satisfies Record<OrderSortField, SortColumn> as Record<OrderSortField, SortColumn>;
+};
 
 export interface OrderSort {
   field: OrderSortField;
