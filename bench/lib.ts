@@ -294,21 +294,26 @@ export interface LoadTarget {
   serverPid?: number;
 }
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** A load measureRounds starts through a command of its own instead of autocannon (pgbench: a statement with no server in front). */
+export interface OwnLoad {
+  measure(seconds: number): Promise<Measurement>;
+}
+
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 /**
  * The targets measured in turn, round after round, every other round in reverse (BENCH_ROUNDS, 3 by default); each gets its run of
  * median req/s and the errors of all its runs. Ratios compare targets measured side by side: on this
  * machine one 5 s run of the same server swung by up to 30 % from the next.
  */
-export async function measureRounds<K extends string>(targets: Record<K, LoadTarget>, seconds: number): Promise<Record<K, RoundsMeasurement>> {
+export async function measureRounds<K extends string>(targets: Record<K, LoadTarget | OwnLoad>, seconds: number): Promise<Record<K, RoundsMeasurement>> {
   const names = Object.keys(targets) as K[];
   const runs = new Map<K, Measurement[]>(names.map((name) => [name, []]));
   for (let round = 0; round < ROUNDS; round++) {
     // Every other round in reverse: a row always measured after another would carry what that one left behind.
     for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-      const { url, headers, post, serverPid } = targets[name];
-      runs.get(name)!.push(await measure(url, headers, seconds, 10, post, serverPid));
+      const target = targets[name];
+      runs.get(name)!.push('measure' in target ? await target.measure(seconds) : await measure(target.url, target.headers, seconds, 10, target.post, target.serverPid));
     }
   }
   const median = (all: Measurement[]): RoundsMeasurement => {

@@ -1,6 +1,8 @@
 import { raw, sql, type Sql } from '../src/store/sql.js';
 import { encodeCursor, fingerprint } from '../src/store/paging.js';
-import { measureRounds, postLoop, ROUNDS_NOTE, startBenchServer, writeResults, type Backend, type LoadTarget, type Measurement, type Row } from './lib.js';
+import { listOrders } from '../src/domain/orders/read.js';
+import { measureRounds, pairedRatio, postLoop, PAIRED_RATIO_NOTE, ROUNDS_NOTE, schemaUrl, startBenchServer, writeResults, type Backend, type LoadTarget, type Measurement, type OwnLoad, type Row } from './lib.js';
+import { runPgbench } from './support/pgbench.js';
 
 /*
  * The orders paths at 10,000, 100,000 and 1,000,000 orders (at 1M: 200,000 employees and 500,000
@@ -120,15 +122,11 @@ async function generate(server: Awaited<ReturnType<typeof startBenchServer>>, si
   await db.exec('VACUUM ANALYZE');
 }
 
-const PATHS = [
-  'list_orders page 1',
-  'list_orders page 90 % deep (cursor)',
-  'list_orders query=serial number',
-  'list_orders query=full name',
-  'list_orders query=last name',
-  'get_order',
-] as const;
+const SEARCHES = ['list_orders query=serial number', 'list_orders query=full name', 'list_orders query=last name'] as const;
+const PATHS = ['list_orders page 1', 'list_orders page 90 % deep (cursor)', ...SEARCHES, 'get_order'] as const;
 type PathLabel = (typeof PATHS)[number];
+type SearchLabel = (typeof SEARCHES)[number];
+const isSearch = (path: PathLabel): path is SearchLabel => (SEARCHES as readonly string[]).includes(path);
 
 interface Generated {
   server: Awaited<ReturnType<typeof startBenchServer>>;
@@ -136,6 +134,8 @@ interface Generated {
   /** The row naming how the data was made and what is searched. */
   note: string;
   urls: Record<PathLabel, string>;
+  /** What each search looks for. */
+  terms: Record<SearchLabel, string>;
   headers: Record<string, string>;
 }
 
@@ -162,12 +162,17 @@ async function prepare(backend: Backend, size: (typeof SIZES)[number]): Promise<
     FROM orders o JOIN employees e ON e.id = o.employee_id JOIN order_devices od ON od.order_id = o.id JOIN devices d ON d.id = od.device_id
     WHERE o.company_id = ${acme} ORDER BY o.created_at DESC, o.id DESC OFFSET ${Math.floor(n / 2)} LIMIT 1`);
   const lastName = sample!.name.split(' ')[1]!;
+  const terms: Record<SearchLabel, string> = {
+    'list_orders query=serial number': sample!.serial,
+    'list_orders query=full name': sample!.name,
+    'list_orders query=last name': lastName,
+  };
   const urls: Record<PathLabel, string> = {
     'list_orders page 1': base,
     'list_orders page 90 % deep (cursor)': `${base}&cursor=${cursor}`,
-    'list_orders query=serial number': `${base}&query=${sample!.serial}`,
-    'list_orders query=full name': `${base}&query=${encodeURIComponent(sample!.name)}`,
-    'list_orders query=last name': `${base}&query=${lastName}`,
+    'list_orders query=serial number': `${base}&query=${encodeURIComponent(terms['list_orders query=serial number'])}`,
+    'list_orders query=full name': `${base}&query=${encodeURIComponent(terms['list_orders query=full name'])}`,
+    'list_orders query=last name': `${base}&query=${encodeURIComponent(terms['list_orders query=last name'])}`,
     get_order: `${server.baseUrl}/v4/orders/${sample!.id}`,
   };
   for (const [label, url] of Object.entries(urls)) {
@@ -176,7 +181,40 @@ async function prepare(backend: Backend, size: (typeof SIZES)[number]): Promise<
     if (!probe.ok || (body.data?.orders && body.data.orders.length === 0)) throw new Error(`${label}: ${probe.status} ${JSON.stringify(body).slice(0, 300)}`);
   }
   const note = `generated in ${seconds} s (${n} of Acme; searched: ${sample!.serial}, ${sample!.name}, ${lastName})`;
-  return { server, size, note, urls, headers };
+  return { server, size, note, urls, terms, headers };
+}
+
+/**
+ * A search's statement as the store sends it for the benchmark's request (the caller's scope, the
+ * term, limit=50), run once through the store to check that it finds what the endpoint found.
+ */
+async function searchStatement({ server, urls, terms, headers }: Generated, path: SearchLabel): Promise<Sql> {
+  const principal = await server.core.auth.authenticate(headers);
+  let statement: Sql | undefined;
+  const page = await listOrders(
+    { query: (sent) => ((statement = sent), server.core.db.query(sent)) },
+    principal,
+    { companyId: server.demo.companies.acme, limit: 50, query: terms[path], topLevel: false, sort: { field: 'createdAt', descending: true } },
+  );
+  const served = (await (await fetch(urls[path], { headers })).json()) as { data: { totalCount: number } };
+  if (!statement || page.totalCount !== served.data.totalCount) throw new Error(`${path}: the statement found ${page.totalCount}, the endpoint ${served.data.totalCount}`);
+  return statement;
+}
+
+/**
+ * The search's statement under pgbench, 10 clients, measured in the rounds beside the search itself. Its CPU
+ * columns stay empty: pgbench's backends exit with it, before their CPU time can be read.
+ */
+async function statementAlone(g: Generated, path: SearchLabel): Promise<OwnLoad> {
+  const statement = await searchStatement(g, path);
+  return {
+    measure: async (seconds) => ({
+      ...(await runPgbench(schemaUrl(g.server.schema!), statement, 10, seconds)),
+      errors: 0,
+      cpuMicrosPerRequest: 0,
+      databaseCpuMicrosPerRequest: 0,
+    }),
+  };
 }
 
 async function createOrders({ server, headers }: Generated): Promise<Measurement> {
@@ -199,8 +237,14 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
     for (const size of sizes) generated.push(await prepare(backend, size));
     // Path-major, so each path's sizes are measured one right after the other.
     const keyOf = (g: Generated, path: PathLabel) => `${g.size.orders} ${path}`;
-    const targets: Record<string, LoadTarget> = {};
-    for (const path of PATHS) for (const g of generated) targets[keyOf(g, path)] = { url: g.urls[path], headers: g.headers };
+    const targets: Record<string, LoadTarget | OwnLoad> = {};
+    const aloneOf = (g: Generated, path: SearchLabel) => `${keyOf(g, path)}: its statement alone`;
+    for (const path of PATHS) {
+      for (const g of generated) {
+        targets[keyOf(g, path)] = { url: g.urls[path], headers: g.headers };
+        if (backend === 'postgres' && isSearch(path)) targets[aloneOf(g, path)] = await statementAlone(g, path);
+      }
+    }
     const measured = await measureRounds(targets, SECONDS);
     const creates = new Map<Generated, Measurement>();
     for (const g of generated) creates.set(g, await createOrders(g));
@@ -221,6 +265,12 @@ async function run(backend: Backend, sizes: (typeof SIZES)[number][]): Promise<R
       ];
       for (const path of PATHS) rows.push(row(path, measured[keyOf(g, path)]!));
       rows.push(row('create_order (Deployment)', creates.get(g)!));
+      for (const path of SEARCHES) {
+        const alone = measured[aloneOf(g, path)];
+        if (!alone) continue;
+        rows.push([backend, g.size.orders, `${path}: its statement alone (pgbench)`, alone.requestsPerSecond, alone.p50, alone.mean, alone.p99, alone.errors, '', '']);
+        rows.push([backend, g.size.orders, `ratio ${path} ÷ its statement alone (req/s)`, pairedRatio(measured[keyOf(g, path)]!, alone), '', '', '', '', '', '']);
+      }
     }
     const [smallest, largest] = [generated[0]!, generated.at(-1)!];
     if (largest !== smallest) {
@@ -256,6 +306,7 @@ console.log(
   await writeResults('scale', 'npm run bench -- scale', ['store', 'orders', 'request', 'req/s', 'p50 ms', 'mean ms', 'p99 ms', 'errors', 'server CPU µs/req', 'PostgreSQL CPU µs/req'], rows, [
     `autocannon in a separate process (creates from a fetch worker), 10 connections, ${SECONDS} s per row, on loopback; PostgreSQL 15 on the same 2-core machine; admin key of Acme, limit=50.`,
     'Every size of a store is generated first and kept; each path is then measured across the sizes in turn. ' + ROUNDS_NOTE,
+    'Its statement alone: the search’s SQL as the store sends it for that request (captured, and checked to find the same total), prepared and planned as the store does, run by pgbench with 10 clients and no server in front, in the rounds beside the search: the most this machine’s PostgreSQL answers of it. Latencies from pgbench’s log of every transaction. The ratio: the project’s req/s over it, paired by round. ' + PAIRED_RATIO_NOTE,
     'Server CPU µs/req: the benchmark process’s CPU time (the server runs in it; on PGlite it includes the database); PostgreSQL CPU µs/req: that of every postgres process on the machine. Both from /proc over the requests answered, in the row’s median run: on two cores, their sum is what bounds the row’s throughput.',
     'Targets (issue 10): page 1 and a deep cursor page at 1M within 1.5× of 10k; search p50 ≤ 20 ms at 1M with 10 clients; create_order at 1M within 1.2× of 10k. Ratios are read from the mean latency (two decimals); the p50, in whole milliseconds, is given beside it.',
   ]),
