@@ -299,7 +299,7 @@ export interface OwnLoad {
   measure(seconds: number): Promise<Measurement>;
 }
 
-export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 /**
  * The targets measured in turn, round after round, every other round in reverse (BENCH_ROUNDS, 3 by default); each gets its run of
