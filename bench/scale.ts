@@ -167,12 +167,13 @@ async function prepare(backend: Backend, size: (typeof SIZES)[number]): Promise<
     'list_orders query=full name': sample!.name,
     'list_orders query=last name': lastName,
   };
+  const search = (path: SearchLabel) => `${base}&query=${encodeURIComponent(terms[path])}`;
   const urls: Record<PathLabel, string> = {
     'list_orders page 1': base,
     'list_orders page 90 % deep (cursor)': `${base}&cursor=${cursor}`,
-    'list_orders query=serial number': `${base}&query=${encodeURIComponent(terms['list_orders query=serial number'])}`,
-    'list_orders query=full name': `${base}&query=${encodeURIComponent(terms['list_orders query=full name'])}`,
-    'list_orders query=last name': `${base}&query=${encodeURIComponent(terms['list_orders query=last name'])}`,
+    'list_orders query=serial number': search('list_orders query=serial number'),
+    'list_orders query=full name': search('list_orders query=full name'),
+    'list_orders query=last name': search('list_orders query=last name'),
     get_order: `${server.baseUrl}/v4/orders/${sample!.id}`,
   };
   for (const [label, url] of Object.entries(urls)) {

@@ -3,7 +3,8 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Planning, Sql } from '../../src/store/sql.js';
+import { PLAN_CACHE_MODE } from '../../src/store/db.js';
+import type { Sql } from '../../src/store/sql.js';
 
 /*
  * A statement of the store run by pgbench, with nothing in front of it: the limit a database-bound path
@@ -24,13 +25,6 @@ export function pgbenchScript(statement: Sql): { script: string; defines: string
   return { script, defines: values.flatMap((value, i) => ['-D', `p${i + 1}=${parameterText(value)}`]) };
 }
 
-/** The store's planning of a statement, as the session setting its pool connects with (src/store/db.ts). */
-const PLAN_CACHE_MODE: Record<Planning, string | undefined> = {
-  auto: undefined,
-  custom: 'force_custom_plan',
-  generic: 'force_generic_plan',
-};
-
 export interface PgbenchResult {
   transactions: number;
   requestsPerSecond: number;
@@ -47,7 +41,8 @@ export interface PgbenchResult {
 export async function runPgbench(databaseUrl: string, statement: Sql, clients: number, seconds: number): Promise<PgbenchResult> {
   const { script, defines } = pgbenchScript(statement);
   const url = new URL(databaseUrl);
-  const mode = PLAN_CACHE_MODE[statement.planning];
+  // Planned as the store's pool for the statement's planning plans it.
+  const mode = statement.planning === 'auto' ? undefined : PLAN_CACHE_MODE[statement.planning];
   if (mode) url.searchParams.set('options', `${url.searchParams.get('options') ?? ''} -c plan_cache_mode=${mode}`.trim());
   const dir = await mkdtemp(join(tmpdir(), 'pgbench-'));
   try {

@@ -26,6 +26,9 @@ export interface Db extends Queryable {
   close(): Promise<void>;
 }
 
+/** The plan_cache_mode of the sessions that run each fixed planning (Sql.planning); 'auto' leaves PostgreSQL's default. */
+export const PLAN_CACHE_MODE = { custom: 'force_custom_plan', generic: 'force_generic_plan' } as const satisfies Record<Exclude<Planning, 'auto'>, string>;
+
 // Both engines return the same JS types: ISO strings for timestamps, numbers for counts and numerics.
 const TIMESTAMPTZ = 1184;
 const INT8 = 20;
@@ -203,11 +206,11 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   // guess for its LIMIT parameter (a tenth of the rows) prices it above a custom one at a million rows.
   // Set per session, not as a startup option, which a pooler such as PgBouncer refuses. Read-only
   // statements outside transactions, so these connections need no LISTEN.
-  const plannedPool = (mode: 'force_custom_plan' | 'force_generic_plan') =>
+  const plannedPool = (planning: keyof typeof PLAN_CACHE_MODE) =>
     poolOf(async (client) => {
-      await client.query(`SET plan_cache_mode = ${mode}`);
+      await client.query(`SET plan_cache_mode = ${PLAN_CACHE_MODE[planning]}`);
     });
-  const pools: Record<Planning, Pool> = { auto: pool, custom: plannedPool('force_custom_plan'), generic: plannedPool('force_generic_plan') };
+  const pools: Record<Planning, Pool> = { auto: pool, custom: plannedPool('custom'), generic: plannedPool('generic') };
   const run = async <R>(target: { query: typeof pool.query }, statement: Sql) => {
     const { text, values } = statement.toQuery();
     try {
