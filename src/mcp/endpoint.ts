@@ -20,7 +20,7 @@ import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './
 import { registerIcons } from './icons.js';
 import { createMcpMetrics } from './metrics.js';
 import { createModernLeg, header, modernRoute, MODERN_PROTOCOL_VERSIONS, type ModernRoute } from './modern.js';
-import { answerWithoutSdkServer, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
+import { acceptsBatches, answerWithoutSdkServer, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
 import { canElicit } from './tool-calls.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
 import { canCall, toolOperation } from './tools.js';
@@ -30,6 +30,7 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** JSON-RPC error codes the SDK's transport uses for HTTP-level refusals. */
 const SERVER_ERROR = -32000;
 const SESSION_NOT_FOUND = -32001;
+const INVALID_REQUEST = -32600;
 const PARSE_ERROR = -32700;
 
 /** The id of a body that is one JSON-RPC request; null for a batch, a notification or no body (JSON-RPC 2.0 §5). */
@@ -63,51 +64,36 @@ function originAllowed(core: Core, origin: string | undefined): boolean {
   return [...configured, ...core.config.mcpAllowedOrigins.map((o) => new URL(o).origin)].includes(url.origin);
 }
 
-interface Parsed {
-  messages: JSONRPCMessage[];
-  requests: JSONRPCRequest[];
+/** The POST's JSON-RPC message; undefined when the body is not one (a batch is refused before, see acceptsBatches). */
+function parseBody(body: unknown): JSONRPCMessage | undefined {
+  const parsed = JSONRPCMessageSchema.safeParse(body);
+  return parsed.success ? parsed.data : undefined;
 }
 
-/** The POST's JSON-RPC messages (one, or a batch); undefined when any is not one. */
-function parseBody(body: unknown): Parsed | undefined {
-  const messages: JSONRPCMessage[] = [];
-  for (const item of Array.isArray(body) ? (body as unknown[]) : [body]) {
-    const parsed = JSONRPCMessageSchema.safeParse(item);
-    if (!parsed.success) return undefined;
-    messages.push(parsed.data);
-  }
-  if (messages.length === 0) return undefined;
-  return { messages, requests: messages.filter((m): m is JSONRPCRequest => 'method' in m && 'id' in m) };
+const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest => 'method' in message && 'id' in message;
+
+/** The message when it is an initialize request; the cheap method test spares a schema parse on every other call. */
+function initializeRequest(message: JSONRPCMessage): (InitializeRequest & JSONRPCRequest) | undefined {
+  return isRequest(message) && message.method === 'initialize' && isInitializeRequest(message) ? message : undefined;
 }
 
-/** The initialize request among the messages; the cheap method test spares a schema parse on every other call. */
-function initializeRequest(requests: JSONRPCRequest[]): (InitializeRequest & JSONRPCRequest) | undefined {
-  return requests.find((r): r is InitializeRequest & JSONRPCRequest => r.method === 'initialize' && isInitializeRequest(r));
-}
-
-/** Tool calls a credential cannot make, answered at the HTTP level for OAuth so the client can step up its scopes. */
-/** A scope the connection lacks but could be granted; what OAuth never grants is an ordinary tool error instead. */
-function missingScope(principal: Principal, requests: JSONRPCRequest[]): string | undefined {
-  for (const request of requests) {
-    if (request.method !== 'tools/call') continue;
-    const op = toolOperation(String(request.params?.name));
-    if (op?.capability && !canCall(principal, op) && isOAuthScope(op.capability)) return op.capability;
-  }
-  return undefined;
+/** A scope the connection lacks for this tool call but could be granted; what OAuth never grants is an ordinary tool error instead. */
+function missingScope(principal: Principal, request: JSONRPCRequest): string | undefined {
+  if (request.method !== 'tools/call') return undefined;
+  const op = toolOperation(String(request.params?.name));
+  return op?.capability && !canCall(principal, op) && isOAuthScope(op.capability) ? op.capability : undefined;
 }
 
 interface ServedCall {
   principal: Principal;
   session: McpSession;
-  messages: JSONRPCMessage[];
-  requests: JSONRPCRequest[];
+  request: JSONRPCRequest;
   /** The request initialized the session: its id goes out in Mcp-Session-Id. */
   created: boolean;
 }
 
-function wantsApproval(session: McpSession, requests: JSONRPCRequest[]): boolean {
-  if (!canElicit(session.clientCapabilities)) return false;
-  return requests.some((r) => r.method === 'tools/call' && toolOperation(String(r.params?.name))?.readOnly === false);
+function wantsApproval(session: McpSession, request: JSONRPCRequest): boolean {
+  return canElicit(session.clientCapabilities) && request.method === 'tools/call' && toolOperation(String(request.params?.name))?.readOnly === false;
 }
 
 export async function registerMcp(app: FastifyInstance, core: Core): Promise<void> {
@@ -190,8 +176,8 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   /** A 2026-07-28 request: no session; the scope check is ours, everything else the modern leg's. */
   async function postModern(request: FastifyRequest, reply: FastifyReply, principal: Principal, route: ModernRoute): Promise<FastifyReply> {
     // Only an OAuth grant can be stepped up; an API key's call needs no second parse of the body.
-    const parsed = principal.credential.kind === 'oauth' ? parseBody(request.body) : undefined;
-    if (parsed && refusedForScope(reply, principal, parsed.requests)) return reply;
+    const message = principal.credential.kind === 'oauth' ? parseBody(request.body) : undefined;
+    if (message && isRequest(message) && refusedForScope(reply, principal, message)) return reply;
     return modern.serve(request, reply, principal, route);
   }
 
@@ -216,62 +202,75 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
       return refuse(reply, 406, 'Not Acceptable: Accept must list both application/json and text/event-stream');
     }
-    const parsed = parseBody(request.body);
-    if (!parsed) return refuse(reply, 400, 'The body must be a JSON-RPC 2.0 message or a batch of them', PARSE_ERROR);
-    const { messages, requests } = parsed;
-    const initialize = initializeRequest(requests);
-
-    let session: McpSession | undefined;
-    if (initialize) {
-      try {
-        await sessionLimit(reply, { principal: principalBinding(principal) });
-      } catch (error) {
-        if (!(error instanceof AppError) || error.status !== 429) throw error;
-        return refuse(reply, 429, error.message, SERVER_ERROR, { code: error.code });
-      }
-      session = {
-        id: newSessionId(),
-        boundTo: principalBinding(principal),
-        protocolVersion: negotiateVersion(initialize.params.protocolVersion),
-        clientCapabilities: initialize.params.capabilities,
-        clientInfo: initialize.params.clientInfo,
-        createdAt: core.now().getTime(),
-      };
-      await sessions.create(session);
-    } else {
-      session = await boundSession(request, reply, principal);
+    if (Array.isArray(request.body)) {
+      // A batch belongs to a session (initialize may not be in one), whose revision decides.
+      const session = await sessionOf(request, reply, principal);
       if (!session) return reply;
-      const version = header(request, 'mcp-protocol-version');
-      if (version !== undefined && version !== session.protocolVersion) {
-        return refuse(reply, 400, `MCP-Protocol-Version ${version} differs from the session's ${session.protocolVersion}`);
-      }
-      if (requests.length === 0) {
-        // Notifications and the client's replies to our requests: nothing to answer.
-        for (const message of messages) {
-          if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) replies.deliver(session.id, message);
-        }
-        return reply.status(202).send();
-      }
-      if (refusedForScope(reply, principal, requests)) return reply;
-      const [only] = requests;
-      if (only && messages.length === 1 && !Array.isArray(request.body)) {
-        const context = { core, principal, requestId: request.id, metrics, log: request.log };
-        const answer = await answerWithoutSdkServer(context, only, session.clientCapabilities);
-        if (answer) return reply.type('application/json').send(answer);
+      // Thousands of calls in one POST would hold the instance for seconds.
+      if (!acceptsBatches(session.protocolVersion)) {
+        return refuse(reply, 400, `JSON-RPC batches are not part of MCP ${session.protocolVersion}: send one message per POST`, INVALID_REQUEST);
       }
     }
-    return serve(request, reply, { principal, session, messages, requests, created: initialize !== undefined });
+    const message = parseBody(request.body);
+    if (!message) return refuse(reply, 400, 'The body must be a JSON-RPC 2.0 message', PARSE_ERROR);
+    const initialize = initializeRequest(message);
+    if (initialize) return open(request, reply, principal, initialize);
+
+    const session = await sessionOf(request, reply, principal);
+    if (!session) return reply;
+    if (!isRequest(message)) {
+      // A notification, or the client's reply to one of our requests: nothing to answer.
+      if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) replies.deliver(session.id, message);
+      return reply.status(202).send();
+    }
+    if (refusedForScope(reply, principal, message)) return reply;
+    const context = { core, principal, requestId: request.id, metrics, log: request.log };
+    const answer = await answerWithoutSdkServer(context, message, session.clientCapabilities);
+    if (answer) return reply.type('application/json').send(answer);
+    return serve(request, reply, { principal, session, request: message, created: false });
+  }
+
+  /** Opens a session for an initialize request, within the principal's hourly allowance, and answers it. */
+  async function open(request: FastifyRequest, reply: FastifyReply, principal: Principal, initialize: InitializeRequest & JSONRPCRequest): Promise<FastifyReply> {
+    try {
+      await sessionLimit(reply, { principal: principalBinding(principal) });
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status !== 429) throw error;
+      return refuse(reply, 429, error.message, SERVER_ERROR, { code: error.code });
+    }
+    const session: McpSession = {
+      id: newSessionId(),
+      boundTo: principalBinding(principal),
+      protocolVersion: negotiateVersion(initialize.params.protocolVersion),
+      clientCapabilities: initialize.params.capabilities,
+      clientInfo: initialize.params.clientInfo,
+      createdAt: core.now().getTime(),
+    };
+    await sessions.create(session);
+    return serve(request, reply, { principal, session, request: initialize, created: true });
+  }
+
+  /** The POST's bound session, in the revision it negotiated; otherwise the refusal is sent. */
+  async function sessionOf(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<McpSession | undefined> {
+    const session = await boundSession(request, reply, principal);
+    if (!session) return undefined;
+    const version = header(request, 'mcp-protocol-version');
+    if (version !== undefined && version !== session.protocolVersion) {
+      void refuse(reply, 400, `MCP-Protocol-Version ${version} differs from the session's ${session.protocolVersion}`);
+      return undefined;
+    }
+    return session;
   }
 
   /**
    * An OAuth connection calling a tool its grant lacks is refused at the HTTP level with a step-up
    * challenge (true when the refusal was sent); API keys get an ordinary tool error instead.
    */
-  function refusedForScope(reply: FastifyReply, principal: Principal, requests: JSONRPCRequest[]): boolean {
+  function refusedForScope(reply: FastifyReply, principal: Principal, request: JSONRPCRequest): boolean {
     if (principal.credential.kind !== 'oauth') return false;
-    const scope = missingScope(principal, requests);
+    const scope = missingScope(principal, request);
     if (scope === undefined) return false;
-    for (const r of requests) if (r.method === 'tools/call') metrics.recordToolCall(String(r.params?.name), 'insufficient_scope');
+    metrics.recordToolCall(String(request.params?.name), 'insufficient_scope');
     const wanted = [...new Set([...principal.credential.scopes, scope])];
     void reply.header('www-authenticate', bearerChallenge(core, { error: 'insufficient_scope', scope: wanted }));
     void refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, { code: 'insufficient_scope' });
@@ -280,18 +279,18 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
 
   /** Hands the request to a fresh SDK server and transport; the session itself is ours. */
   async function serve(request: FastifyRequest, reply: FastifyReply, call: ServedCall) {
-    const { principal, session, messages, requests, created } = call;
+    const { principal, session, created } = call;
     const server = createMcpServer({ core, principal, requestId: request.id, metrics, log: request.log }, session.clientCapabilities);
     reply.hijack();
     // Hooks set their headers on the reply, which a hijacked reply no longer sends.
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
     if (created) reply.raw.setHeader('mcp-session-id', session.id);
 
-    if (!wantsApproval(session, requests)) {
-      const transport = new JsonResponseTransport(reply.raw, Array.isArray(request.body));
+    if (!wantsApproval(session, call.request)) {
+      const transport = new JsonResponseTransport(reply.raw);
       await server.connect(transport);
       reply.raw.on('close', () => void server.close());
-      transport.receive(messages, requests, { requestInfo: { headers: request.headers } });
+      transport.receive(call.request, { requestInfo: { headers: request.headers } });
       return reply;
     }
     // A write that asks the user for approval needs the SDK's stream to ask on.

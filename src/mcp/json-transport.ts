@@ -1,13 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type {
-  JSONRPCErrorResponse,
-  JSONRPCMessage,
-  JSONRPCRequest,
-  JSONRPCResultResponse,
-  MessageExtraInfo,
-  RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCErrorResponse, JSONRPCMessage, JSONRPCRequest, JSONRPCResultResponse, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 
 const isAnswer = (message: JSONRPCMessage): message is JSONRPCResultResponse | JSONRPCErrorResponse =>
   'id' in message && ('result' in message || 'error' in message);
@@ -24,31 +17,21 @@ export class JsonResponseTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
 
-  private readonly awaiting = new Set<RequestId>();
-  private readonly answers: JSONRPCMessage[] = [];
   private closed = false;
 
-  constructor(
-    private readonly res: ServerResponse,
-    private readonly batch: boolean,
-  ) {}
+  constructor(private readonly res: ServerResponse) {}
 
   async start(): Promise<void> {}
 
-  /** Feeds the POST's messages to the server; the response is written once every request has its answer. */
-  receive(messages: JSONRPCMessage[], requests: JSONRPCRequest[], extra: MessageExtraInfo): void {
-    for (const request of requests) this.awaiting.add(request.id);
-    for (const message of messages) this.onmessage?.(message, extra);
+  /** Feeds the POST's one request to the server; its answer is the response. */
+  receive(request: JSONRPCRequest, extra: MessageExtraInfo): void {
+    this.onmessage?.(request, extra);
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
-    // Only answers go out: a notification has no stream to travel on here.
-    if (!isAnswer(message)) return;
-    this.answers.push(message);
-    if (message.id !== undefined) this.awaiting.delete(message.id);
-    if (this.awaiting.size > 0 || this.closed) return;
-    const body = JSON.stringify(this.batch ? this.answers : this.answers[0]);
-    this.res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    // Only the answer goes out: a notification has no stream to travel on here.
+    if (!isAnswer(message) || this.closed) return;
+    this.res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message));
   }
 
   async close(): Promise<void> {

@@ -61,8 +61,9 @@ export function header(request: FastifyRequest, name: string): string | undefine
  * Where this POST goes: `direct` for a plain 2026-07-28 tool call (see plainToolCall), which the leg
  * may answer without the SDK; otherwise the SDK's classification: `modern` when it carries a
  * well-formed `_meta` claim; `refused` when it is a modern-era refusal (a header naming 2026-07-28
- * without the envelope, a malformed envelope, a mismatch), which the SDK answers; undefined for
- * everything else (initialize, 2025 sessions, posted replies, bodies that are not JSON-RPC at all),
+ * over a body without the envelope or that is no request at all, such as a batch, a posted reply or
+ * an id neither string nor number; a malformed envelope; a mismatch), which the SDK answers; undefined
+ * for everything else (initialize, 2025 sessions, posted replies, bodies that are not JSON-RPC at all),
  * which stays on the 2025 endpoint, whose answers every client understands.
  */
 export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
@@ -76,7 +77,9 @@ export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
     mcpNameHeader: header(request, 'mcp-name'),
   });
   if (outcome.kind === 'modern') return 'modern';
-  return outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape' ? 'refused' : undefined;
+  if (outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape') return 'refused';
+  // The header put the POST in 2026-07-28, which has no sessions to fall back on: its own Invalid Request.
+  return (MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(header(request, 'mcp-protocol-version') ?? '') ? 'refused' : undefined;
 }
 
 export type ModernRoute = 'direct' | 'modern' | 'refused';
@@ -227,7 +230,9 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
       const op = toolOperation(request.params.name);
       if (!op) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
       const input: unknown = request.params.arguments ?? {};
-      if (asksApproval(ctx, op, input, server.getClientCapabilities())) {
+      // A retry carrying an approval's state is one whatever capabilities it declares now: its nonce is used up.
+      const retry = callCtx.mcpReq.requestState<ApprovalState>() !== undefined;
+      if (retry || asksApproval(ctx, op, input, server.getClientCapabilities())) {
         const pending = await approve(ctx, op, input, callCtx);
         if (pending !== undefined) return pending;
       }

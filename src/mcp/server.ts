@@ -26,6 +26,17 @@ import { listTools, toolAnswerJson, toolOperation, type ToolResult } from './too
 /** The session-based protocol versions; the newest is offered to a client asking for another. */
 export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18'] as const;
 
+/**
+ * Whether a revision takes a JSON-RPC batch (several messages in one POST). Neither served here does:
+ * 2025-06-18 removed batching, so every POST carries one message. A revision that has them (2025-03-26)
+ * needs a batch path with its limits before it may say yes: one batch would otherwise stall the instance.
+ */
+const ACCEPTS_BATCHES: Record<(typeof PROTOCOL_VERSIONS)[number], boolean> = { '2025-11-25': false, '2025-06-18': false };
+
+export function acceptsBatches(version: string): boolean {
+  return ACCEPTS_BATCHES[version as keyof typeof ACCEPTS_BATCHES] ?? false;
+}
+
 export function negotiateVersion(requested: string): string {
   return (PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : PROTOCOL_VERSIONS[0];
 }

@@ -10,7 +10,10 @@ import { modernRoute } from '../../src/mcp/modern.js';
  * but are not, and envelopes the SDK refuses, each routed twice (the second from the kept verdict).
  */
 
-/** What the SDK alone decides, mapped as modernRoute maps it. */
+/**
+ * What the SDK alone decides, mapped as modernRoute maps it: under a 2026-07-28 header, a body the SDK
+ * finds no request of that revision (a batch, a reply, a bad id) is that revision's refusal too.
+ */
 function sdkVerdict(headers: Record<string, string>, body: unknown): string | undefined {
   const outcome = classifyInboundRequest({
     httpMethod: 'POST',
@@ -20,7 +23,8 @@ function sdkVerdict(headers: Record<string, string>, body: unknown): string | un
     mcpNameHeader: headers['mcp-name'],
   });
   if (outcome.kind === 'modern') return 'modern';
-  return outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape' ? 'refused' : undefined;
+  if (outcome.kind === 'reject' && outcome.rung !== 'jsonrpc-shape') return 'refused';
+  return headers['mcp-protocol-version'] === '2026-07-28' ? 'refused' : undefined;
 }
 
 const envelope = {
@@ -56,6 +60,10 @@ const cases: Array<[string, Record<string, string>, unknown]> = [
   ['a valid envelope under another tool header', { ...modernHeaders, 'mcp-name': 'list_teams' }, call({ _meta: envelope })],
   ['a valid envelope in a call that also carries a result', modernHeaders, { ...call({ _meta: envelope }), result: {} }],
   ['the modern version header with a trailing space', { ...modernHeaders, 'mcp-protocol-version': '2026-07-28 ' }, call({ _meta: envelope })],
+  ['a 2026-07-28 call with a null id', modernHeaders, { ...call({ _meta: envelope }), id: null }],
+  ['a 2026-07-28 call with an object id', modernHeaders, { ...call({ _meta: envelope }), id: { n: 1 } }],
+  ['a batch under the modern header', modernHeaders, [call({}), call({})]],
+  ['a posted reply under the modern header', modernHeaders, { jsonrpc: '2.0', id: 3, result: {} }],
 ];
 
 /** modernRoute's answer as the SDK would put it: a direct call is one the SDK classifies as modern. */

@@ -159,15 +159,6 @@ describe.each(backends())('MCP transport: sessions, versions, headers, credentia
       }
     });
 
-    it('answers a batch of requests with a batch of answers', async () => {
-      const { sessionId } = await initialize();
-      const batch = [LIST_TOOLS, { jsonrpc: '2.0', id: 3, method: 'ping' }];
-      const response = await rawPost(s.mcpUrl, batch, { 'x-api-key': key(), 'mcp-session-id': sessionId });
-      expect(response.status).toBe(200);
-      const answers = (await jsonOf(response)) as Array<{ id: number; result: unknown }>;
-      expect(answers.map((a) => a.id).sort()).toEqual([2, 3]);
-    });
-
     it('declines the GET stream with 405', async () => {
       const { sessionId } = await initialize();
       const response = await fetch(s.mcpUrl, { headers: { 'x-api-key': key(), 'mcp-session-id': sessionId, accept: 'text/event-stream' } });
