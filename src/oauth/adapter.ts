@@ -29,7 +29,7 @@ const SECRET_ID_KINDS = new Set(['AccessToken', 'RefreshToken', 'AuthorizationCo
 export interface AdapterOptions {
   db: Queryable;
   now: () => Date;
-  /** Seconds a consumed refresh token still reads as unused (concurrent refreshes of one client). */
+  /** Seconds after its rotation a refresh token's presentation receives the rotation's answer again. */
   refreshGraceSeconds: number;
 }
 
@@ -92,24 +92,28 @@ export function createAdapterClass(options: AdapterOptions): new (name: string) 
     }
 
     /**
-     * A refresh token rotates once, and may be used once more within the grace window (a client that
-     * refreshed twice at once). Any further use is a replay: someone else holds the token. The whole
-     * grant is revoked, so the chain minted by the spare dies too, and the request fails.
+     * A refresh token rotates once. Presented again within the grace window, it receives the answer of
+     * its rotation (refresh-successor.ts), so it reaches here only from a twin racing that rotation on
+     * another instance: refused without harm, the twin's retry receives the same answer. Later, its use
+     * is a replay (someone else holds the token): the whole grant is revoked and the request fails.
      */
     private async consumeRefreshToken(id: string, at: string): Promise<void> {
-      const graceStart = new Date(new Date(at).getTime() - refreshGraceSeconds * 1000).toISOString();
-      const used = await db.query(sql`UPDATE oauth_records
-        SET grace_uses = grace_uses + CASE WHEN consumed_at IS NULL THEN 0 ELSE 1 END, consumed_at = COALESCE(consumed_at, ${at})
-        WHERE kind = 'RefreshToken' AND id_hash = ${recordKey(id)}
-          AND (consumed_at IS NULL OR (grace_uses = 0 AND consumed_at > ${graceStart}))
-        RETURNING 1 AS used`);
-      if (used.length > 0) return;
-      const [row] = await db.query<{ grant_id: string | null }>(sql`SELECT grant_id FROM oauth_records WHERE kind = 'RefreshToken' AND id_hash = ${recordKey(id)}`);
-      if (row?.grant_id) {
-        await db.query(sql`DELETE FROM oauth_records WHERE grant_id = ${row.grant_id} OR (kind = 'Grant' AND id_hash = ${recordKey(row.grant_id)})`);
-      }
+      const won = await db.query(sql`UPDATE oauth_records SET consumed_at = ${at}
+        WHERE kind = 'RefreshToken' AND id_hash = ${recordKey(id)} AND consumed_at IS NULL RETURNING 1 AS won`);
+      if (won.length > 0) return;
+      const [row] = await db.query<{ grant_id: string | null; consumed_at: string | null }>(
+        sql`SELECT grant_id, consumed_at FROM oauth_records WHERE kind = 'RefreshToken' AND id_hash = ${recordKey(id)}`,
+      );
       const { errors } = await import('oidc-provider');
+      if (row?.consumed_at && this.withinGrace(row.consumed_at)) {
+        throw new errors.InvalidGrant('refresh token is being rotated by a concurrent request; send it again to receive the same answer');
+      }
+      if (row?.grant_id) await destroyGrant(db, row.grant_id);
       throw new errors.InvalidGrant('refresh token reused: the connection is revoked');
+    }
+
+    private withinGrace(consumedAt: string): boolean {
+      return now().getTime() - new Date(consumedAt).getTime() < refreshGraceSeconds * 1000;
     }
 
     async destroy(id: string): Promise<void> {
@@ -121,17 +125,14 @@ export function createAdapterClass(options: AdapterOptions): new (name: string) 
     }
 
     private async read(where: ReturnType<typeof sql>): Promise<AdapterPayload | undefined> {
-      const [row] = await db.query<{ payload: AdapterPayload; consumed_at: string | null; grace_uses: number }>(sql`
-        SELECT payload, consumed_at, grace_uses FROM oauth_records
+      const [row] = await db.query<{ payload: AdapterPayload; consumed_at: string | null }>(sql`
+        SELECT payload, consumed_at FROM oauth_records
         WHERE kind = ${this.kind} AND ${where} AND (expires_at IS NULL OR expires_at > now())`);
       if (!row) return undefined;
       if (row.consumed_at === null) return row.payload;
-      // A refresh token rotated moments ago still works once more, so two refreshes sent at once both
-      // succeed; after that, or after the window, its reuse is a replay, and oidc-provider revokes the grant.
-      const withinGrace =
-        this.kind === 'RefreshToken' &&
-        row.grace_uses === 0 &&
-        now().getTime() - new Date(row.consumed_at).getTime() < refreshGraceSeconds * 1000;
+      // Within the grace window a rotated refresh token still reads as unused: oidc-provider would
+      // revoke the grant of a consumed one, and a twin racing the rotation is no replay (consume decides).
+      const withinGrace = this.kind === 'RefreshToken' && this.withinGrace(row.consumed_at);
       return withinGrace ? row.payload : { ...row.payload, consumed: row.consumed_at };
     }
   };

@@ -73,6 +73,8 @@ declare module 'oidc-provider' {
     Grant: typeof GrantModel;
     Client: { find(id: string): Promise<Client | undefined> };
     callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+    /** Koa middleware, run before the provider's routes (each declares the part of the context it reads). */
+    use(middleware: (ctx: never, next: () => Promise<void>) => Promise<void>): this;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
     interactionResult(
       req: IncomingMessage,

@@ -1,10 +1,12 @@
 import { createHmac, createPrivateKey, generateKeyPairSync } from 'node:crypto';
-import type { ClientMetadata, Provider, errors as oidcErrors } from 'oidc-provider';
+import type { ClientMetadata, Provider } from 'oidc-provider';
 import { baseUrlOf, type Config } from '../config.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 import { createAdapterClass } from './adapter.js';
+import { enforceClientPolicy, SERVER_FETCHED_METADATA } from './client-policy.js';
 import { resolvesOnlyToPublicAddresses } from './public-address.js';
+import { refreshSuccessors } from './refresh-successor.js';
 import { OAUTH_SCOPES } from './scopes.js';
 import { escapeHtml } from '../pages/html.js';
 
@@ -26,44 +28,6 @@ export interface OAuthServer {
   issuer: string;
   /** The MCP endpoint: the only resource (RFC 8707) tokens are issued for, and their audience. */
   resource: string;
-}
-
-// localhost too: Claude Code and Cursor register it (RFC 8252 §8.3 prefers the IP literals, clients do not).
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-/** Schemes a native app's redirect must never use: they run code or reach the network unguarded. */
-const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'about:', 'blob:']);
-
-/**
- * Redirect URIs of a public MCP client: https, loopback http on localhost, 127.0.0.1 or [::1] (any
- * port at authorization time), or a native app's custom scheme such as cursor://.
- */
-export function redirectUriProblem(uri: string): string | undefined {
-  const url = URL.parse(uri);
-  if (!url) return `${uri} is not an absolute URI`;
-  if (url.hash) return `${uri} must not contain a fragment`;
-  if (url.protocol === 'https:') return url.hostname ? undefined : `${uri} has no host`;
-  if (url.protocol === 'http:') {
-    return LOOPBACK_HOSTS.has(url.hostname) ? undefined : `${uri}: plain http is allowed only on localhost, 127.0.0.1 or [::1]`;
-  }
-  if (FORBIDDEN_SCHEMES.has(url.protocol)) return `${uri} uses a forbidden scheme`;
-  // A private-use scheme is reverse-DNS-ish (RFC 8252 §7.1): letters, digits, + - . only.
-  return /^[a-z][a-z0-9+.-]*:$/i.test(url.protocol) ? undefined : `${uri} has an invalid scheme`;
-}
-
-type OidcErrors = typeof oidcErrors;
-
-/** Runs inside oidc-provider's client validation, before its own checks. */
-function enforceClientPolicy(errors: OidcErrors, metadata: ClientMetadata): void {
-  const uris = metadata.redirect_uris ?? [];
-  // InvalidRedirectUri has a fixed description; the client should learn which URI and why.
-  const refuse = (problem: string) => new errors.CustomOIDCProviderError('invalid_redirect_uri', problem);
-  if (uris.length === 0) throw refuse('redirect_uris must list at least one URI');
-  for (const uri of uris) {
-    const problem = redirectUriProblem(uri);
-    if (problem) throw refuse(problem);
-  }
-  // Every MCP client is treated as a native app: RFC 8252 rules, and any port on a loopback redirect.
-  metadata.application_type = 'native';
 }
 
 /**
@@ -112,7 +76,7 @@ async function buildProvider(options: OAuthServerOptions, issuer: string, resour
   const { Provider, errors } = await import('oidc-provider');
   const cookieKey = createHmac('sha256', secretKey).update('oauth-cookies').digest('base64url');
 
-  return new Provider(issuer, {
+  const provider = new Provider(issuer, {
     adapter: createAdapterClass({ db, now, refreshGraceSeconds: config.oauthRefreshGraceSeconds }),
     jwks: ephemeralJwks(),
     cookies: {
@@ -137,9 +101,10 @@ async function buildProvider(options: OAuthServerOptions, issuer: string, resour
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
     },
-    // software_id is kept for the connections page; its validator applies our redirect rules.
+    // software_id is kept for the connections page; its validator applies our client policy. The
+    // fields that make the server fetch are listed so that a client naming one is refused, never ignored.
     extraClientMetadata: {
-      properties: ['software_id', 'software_version'],
+      properties: ['software_id', 'software_version', ...SERVER_FETCHED_METADATA],
       validator(_ctx: unknown, key: string, _value: unknown, metadata: ClientMetadata) {
         if (key === 'software_id') enforceClientPolicy(errors, metadata);
       },
@@ -204,4 +169,48 @@ async function buildProvider(options: OAuthServerOptions, issuer: string, resour
 <main><h1>Sign-in error</h1><p>${escapeHtml(out.error ?? 'error')}: ${escapeHtml(out.error_description ?? '')}</p></main></html>`;
     },
   });
+  provider.use(refreshSuccessors({ db, now, secretKey, graceSeconds: config.oauthRefreshGraceSeconds, tokenPath: OAUTH_PATHS.token }));
+  rememberDocumentFailures(provider.Client, now);
+  return provider;
+}
+
+/** How long a client metadata document that could not be used is not fetched again. */
+const DOCUMENT_FAILURE_SECONDS = 300;
+/** Failures remembered at most (the oldest are forgotten first): the authorize rate limit bounds their arrival. */
+const REMEMBERED_FAILURES = 1000;
+
+/**
+ * Client lookups by metadata document: one lookup per URL at a time, and a failed one (unreachable,
+ * refused, invalid) is answered from memory for DOCUMENT_FAILURE_SECONDS. oidc-provider caches only
+ * the documents it accepted, and looks a client up again to render an error: without this, every
+ * authorization request naming a bad document would fetch it twice.
+ */
+function rememberDocumentFailures(clients: Provider['Client'], now: () => Date): void {
+  const find = clients.find.bind(clients);
+  const failures = new Map<string, { error: unknown; until: number }>();
+  const pending = new Map<string, ReturnType<typeof find>>();
+  const remember = (clientId: string, error: unknown) => {
+    failures.delete(clientId);
+    failures.set(clientId, { error, until: now().getTime() + DOCUMENT_FAILURE_SECONDS * 1000 });
+    const oldest = failures.keys().next();
+    if (failures.size > REMEMBERED_FAILURES && !oldest.done) failures.delete(oldest.value);
+  };
+  clients.find = (clientId: string) => {
+    if (typeof clientId !== 'string' || !isMetadataDocumentClient(clientId)) return find(clientId);
+    const failure = failures.get(clientId);
+    if (failure && failure.until > now().getTime()) return Promise.reject(failure.error);
+    let lookup = pending.get(clientId);
+    if (!lookup) {
+      lookup = find(clientId)
+        .catch((error: unknown) => {
+          // The client's fault (a 4xx: unreachable, refused, invalid) is remembered, never one of ours.
+          const status = (error as { statusCode?: unknown }).statusCode;
+          if (typeof status === 'number' && status < 500) remember(clientId, error);
+          throw error;
+        })
+        .finally(() => pending.delete(clientId));
+      pending.set(clientId, lookup);
+    }
+    return lookup;
+  };
 }

@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
 import { AppError } from '../errors.js';
 import { rateLimited } from '../http/rate-limit.js';
+import { REGISTRATION_LIMITS } from './client-policy.js';
 import { observeOAuth } from './metrics.js';
 import { OAUTH_PATHS, type OAuthServer } from './provider.js';
 import { adjustAuthorizationParams } from './request-params.js';
@@ -40,6 +41,12 @@ export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) 
 /** Token requests per minute: per address, and per client however many addresses it uses. */
 export const TOKEN_LIMITS = { perClient: 30, perIp: 120, windowSeconds: 60 } as const;
 
+/**
+ * Authorization requests per minute and address: each may make the server fetch a client's metadata
+ * document, and a person signing in sends a handful.
+ */
+export const AUTHORIZE_LIMITS = { perIp: 60, windowSeconds: 60 } as const;
+
 /** Methods that need a client secret: a client asking for one is registered as public instead (RFC 7591 §3.2.1). */
 const SECRET_AUTH_METHODS: ReadonlySet<unknown> = new Set(['client_secret_post', 'client_secret_basic', 'client_secret_jwt']);
 
@@ -56,6 +63,15 @@ function registrationMetadata(requested: Record<string, unknown>): Record<string
   const { client_secret: _secret, client_secret_expires_at: _expiry, scope: _scope, ...metadata } = requested;
   const method = metadata.token_endpoint_auth_method;
   return { ...metadata, token_endpoint_auth_method: method === undefined || SECRET_AUTH_METHODS.has(method) ? 'none' : method };
+}
+
+/** A registration body over the limit is refused in RFC 7591's terms; any other error is the app's to answer. */
+function refuseLargeRegistration(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw error;
+  return reply.status(413).send({
+    error: 'invalid_client_metadata',
+    error_description: `The registration body exceeds ${REGISTRATION_LIMITS.bodyBytes} bytes; a client's metadata fits in far less`,
+  });
 }
 
 /** Hands a form body, adjusted if need be, to oidc-provider, which reads an already-read body from req.body. */
@@ -107,6 +123,12 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
   const limitRegistrationPerIp = registrationLimits.map(({ limit, windowSeconds }) =>
     rateLimited(core, { name: 'oauth_registration', limit, windowSeconds, key: (request) => ({ ip: request.ip }) }),
   );
+  const limitAuthorizePerIp = rateLimited(core, {
+    name: 'oauth_authorize',
+    limit: AUTHORIZE_LIMITS.perIp,
+    windowSeconds: AUTHORIZE_LIMITS.windowSeconds,
+    key: (request) => ({ ip: request.ip }),
+  });
   const provide = async (request: FastifyRequest, reply: FastifyReply, body: unknown) => {
     // oidc-provider reads an already-read body from req.body (and warns once that it did).
     Object.assign(request.raw, { body });
@@ -116,7 +138,8 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-    scope.post(OAUTH_PATHS.registration, { preHandler: limitRegistrationPerIp }, async (request, reply) => {
+    const registrationOptions = { preHandler: limitRegistrationPerIp, bodyLimit: REGISTRATION_LIMITS.bodyBytes, errorHandler: refuseLargeRegistration };
+    scope.post(OAUTH_PATHS.registration, registrationOptions, async (request, reply) => {
       const raw = request.body as Buffer;
       let metadata: unknown;
       try {
@@ -132,9 +155,11 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
       provide(request, reply, formBody(request.body, oauth.resource, 'token')),
     );
     for (const path of [OAUTH_PATHS.authorization, OAUTH_PATHS.pushed_authorization_request]) {
-      scope.post(path, (request, reply) => provide(request, reply, formBody(request.body, oauth.resource, 'authorization')));
+      scope.post(path, { preHandler: limitAuthorizePerIp }, (request, reply) =>
+        provide(request, reply, formBody(request.body, oauth.resource, 'authorization')),
+      );
     }
-    scope.get(OAUTH_PATHS.authorization, async (request, reply) => {
+    scope.get(OAUTH_PATHS.authorization, { preHandler: limitAuthorizePerIp }, async (request, reply) => {
       const [path, query = ''] = request.raw.url!.split('?', 2) as [string, string?];
       const params = new URLSearchParams(query);
       if (adjustAuthorizationParams(params, oauth.resource, 'authorization')) request.raw.url = `${path}?${params}`;

