@@ -18,8 +18,9 @@ export const DEFAULT_TIMEOUT_SECONDS = 30;
 export const EXIT_CODES_HELP = `Exit codes of svc:
 
   0  success
-  1  the API refused or failed the request (4xx other than those below, 5xx, or the API
-     could not be reached); for "svc migrate audit": findings (see --fail-on)
+  1  the API refused or failed the request (4xx other than those below, 5xx, a redirect,
+     which svc never follows, or the API could not be reached); for "svc migrate audit":
+     findings (see --fail-on)
   2  usage error: unknown command or flag, a flag or input the operation's schema refuses
      (checked before any request is sent), plain HTTP without --allow-localhost; for
      "svc migrate audit": bad input, such as an unknown v2 scope

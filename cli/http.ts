@@ -45,6 +45,19 @@ export function parseTimeout(flag: string | undefined, env: NodeJS.ProcessEnv): 
   return seconds;
 }
 
+/** The API's address moved: svc names where to, and the user points --api-url there if they trust it. */
+function redirectRefused(method: string, url: URL, response: Response): CliError {
+  const location = response.headers.get('location');
+  let to = 'no Location';
+  if (location !== null) to = URL.canParse(location, url.href) ? new URL(location, url).href : location;
+  return new CliError(
+    EXIT.failure,
+    `${method} ${url.href}: the API answered HTTP ${response.status}, redirecting to ${to}; svc does not follow redirects, so the API key is sent to --api-url only (point --api-url at the new address if you trust it)`,
+    'redirect_refused',
+    { status: response.status, location },
+  );
+}
+
 const isTimeout = (error: unknown) => error instanceof Error && error.name === 'TimeoutError';
 
 /**
@@ -72,12 +85,18 @@ export async function callApi(target: Target, apiKey: string, request: ApiReques
         ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
+      // A redirect is refused, not followed: following it would send the key to whatever the Location names.
+      redirect: 'manual',
       signal,
     });
   } catch (error) {
     if (isTimeout(error)) throw timedOut();
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     throw new CliError(EXIT.failure, `Cannot reach ${target.baseUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, 'unreachable');
+  }
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel();
+    throw redirectRefused(request.method, url, response);
   }
   let text: string;
   try {

@@ -81,6 +81,12 @@ export const ConfigSchema = z.object({
     .union([z.boolean(), z.string().min(1)])
     .default(false)
     .transform((value) => (value === 'true' ? true : value === 'false' ? false : value)),
+  /** Bearer token a scraper sends to read /metrics; unset = /metrics answers loopback callers only (or METRICS_PORT's). */
+  metricsToken: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** A listener of its own for /metrics, which the API port then does not serve; unset = /metrics on the API port. */
+  metricsPort: z.coerce.number().int().min(1).max(65535).optional(),
+  /** Interface of the METRICS_PORT listener. */
+  metricsHost: z.string().min(1).default('127.0.0.1'),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -121,6 +127,9 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   redisKeyPrefix: 'REDIS_KEY_PREFIX',
   shutdownGraceMs: 'SHUTDOWN_GRACE_MS',
   trustProxy: 'TRUST_PROXY',
+  metricsToken: 'METRICS_TOKEN',
+  metricsPort: 'METRICS_PORT',
+  metricsHost: 'METRICS_HOST',
 };
 
 export class ConfigError extends Error {}

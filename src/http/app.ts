@@ -12,6 +12,7 @@ import { registerOAuthRoutes } from '../oauth/routes.js';
 import { registerPages } from '../pages/index.js';
 import { registerMcp } from '../mcp/endpoint.js';
 import { readiness } from './health.js';
+import { registerMetrics } from './metrics-route.js';
 import { BODY_LIMIT_BYTES, errorBody, toAppError } from './errors.js';
 import { LazyRequestLogger, RequestLog } from './request-log.js';
 
@@ -75,10 +76,7 @@ export function baseApp(core: Core): FastifyInstance {
     const down = Object.entries(checks).filter(([, state]) => state === 'down').map(([name]) => name);
     return reply.status(503).send({ ...errorBody(request.id, new AppError(503, 'not_ready', `Not ready: ${down.join(' and ')} down`)), checks });
   });
-  // Unauthenticated like most Prometheus scrape targets: aggregate counters only, no key or company labels.
-  app.get('/metrics', async (_request, reply) =>
-    reply.type(core.metrics.registry.contentType).send(await core.metrics.registry.metrics()),
-  );
+  registerMetrics(app, core);
   return app;
 }
 

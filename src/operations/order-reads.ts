@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { columnsOf, defineOperation, onDemand } from './operation.js';
 import { CompanyIdField, envelopeOf, Id, listEnvelope, PageFields, QueryBoolean, Timestamp, SearchQuery } from './common.js';
-import { OrderSchema } from './order-schemas.js';
+import { HiddenDevice, OrderSchema } from './order-schemas.js';
 import {
   ALL_ORDER_TYPES,
   DEVICE_ROLES,
@@ -51,7 +51,7 @@ const OrderSummary = z.object({
   status: State,
   employeeId: z.string().nullable(),
   employeeName: z.string().nullable(),
-  productIds: z.array(z.string()),
+  productIds: z.array(z.string()).describe('The devices of the order you may read'),
   country: z.string().nullable(),
   parentId: z.string().nullable().describe('The parent order of a sub-order; null for a top-level order'),
   createdAt: Timestamp,
@@ -63,12 +63,13 @@ const HistoryEvent = z.object({
   type: z.string().describe('created, status_changed, delay, delay_resolved, shipment, device or accessory_requested'),
   statusFrom: State.nullable(),
   statusTo: State.nullable(),
-  productId: z.string().nullable().describe('The device the event is about; null for order-wide events'),
+  productId: z.string().nullable().describe('The device the event is about; null for order-wide events and for a hidden device'),
   reason: z.string().nullable(),
   note: z.string().nullable(),
   source: z.string().describe('api (a caller), logistics (posted fulfilment and courier events) or system'),
   occurredAt: Timestamp,
   data: z.record(z.string(), z.unknown()).describe('Type-specific detail: shipment carrier and tracking number, device status, device effects of a status change'),
+  hidden: HiddenDevice,
 });
 
 export const orderReadOperations = [
@@ -77,7 +78,7 @@ export const orderReadOperations = [
     cli: 'orders list',
     title: 'List orders',
     description:
-      'Searches and lists the orders the caller can see (managers: orders of the employees in their teams and regions, and inventory purchases for their regions; employees: their own). Filters: `status` (case-insensitive, e.g. shipped), `orderType`, `employeeId`, `topLevel` (true hides sub-orders), and `query`, free text matching the employee name or email, the order id or a device serial number. `sort` is one of createdAt, updatedAt, status, orderType, with - for descending (default -createdAt). Returns the v4 list envelope with `orders`; follow nextCursor for stable pages.',
+      'Searches and lists the orders the caller can see (managers: orders of the employees in their teams and regions, and inventory purchases for their regions; employees: their own). Filters: `status` (case-insensitive, e.g. shipped), `orderType`, `employeeId`, `topLevel` (true hides sub-orders), and `query`, free text matching the employee name or email, the order id or the serial number of a device you can read. `productIds` lists the devices you can read (get_product). `sort` is one of createdAt, updatedAt, status, orderType, with - for descending (default -createdAt). Returns the v4 list envelope with `orders`; follow nextCursor for stable pages.',
     capability: 'mcp:orders:read',
     readOnly: true,
     method: 'GET',
@@ -101,7 +102,7 @@ export const orderReadOperations = [
     cli: 'orders get',
     title: 'Get an order',
     description:
-      'Reads one order with its hierarchy: the parent order, sub-orders (such as accessory requests), device requests (each device with its role and progress), dispositions, legal hold, pickup window and shipments. An order outside the caller’s scope is 404.',
+      'Reads one order with its hierarchy: the parent order, sub-orders (such as accessory requests), device requests (each device with its role and progress), dispositions, legal hold, pickup window and shipments. An order outside the caller’s scope is 404. A device of a visible order that is outside the caller’s scope (get_product answers 404 for it) is listed with `hidden: true` and a null productId, serialNumber and productType, and left out of productIds.',
     capability: 'mcp:orders:read',
     readOnly: true,
     method: 'GET',
@@ -115,7 +116,7 @@ export const orderReadOperations = [
     cli: 'orders history',
     title: 'Get order history',
     description:
-      'The event log of one order in the order things happened (creation, status changes, delays and their resolution, shipments, device events), and a per-device timeline derived from it: for each device, the order-wide status changes, the shipments that carry it (outbound for delivered and serviced devices, return for returned and serviced ones) and the events about that device.',
+      'The event log of one order in the order things happened (creation, status changes, delays and their resolution, shipments, device events), and a per-device timeline derived from it: for each device, the order-wide status changes, the shipments that carry it (outbound for delivered and serviced devices, return for returned and serviced ones) and the events about that device. A device outside the caller’s scope (get_product answers 404 for it) is shown with `hidden: true` and no id or serial number, on the timeline, in its events and in device effects.',
     capability: 'mcp:orders:read',
     readOnly: true,
     method: 'GET',
@@ -125,7 +126,13 @@ export const orderReadOperations = [
       orderId: z.string(),
       events: z.array(HistoryEvent),
       timeline: z.array(
-        z.object({ productId: z.string(), serialNumber: z.string(), role: z.enum(DEVICE_ROLES), events: z.array(HistoryEvent) }),
+        z.object({
+          productId: z.string().nullable(),
+          serialNumber: z.string().nullable(),
+          role: z.enum(DEVICE_ROLES),
+          events: z.array(HistoryEvent),
+          hidden: HiddenDevice,
+        }),
       ),
     }),
     columns: { events: columnsOf(HistoryEvent, ['occurredAt', 'type', 'statusFrom', 'statusTo', 'productId', 'reason', 'note', 'source']) },

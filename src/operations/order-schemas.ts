@@ -5,6 +5,12 @@ import { Timestamp } from './common.js';
 const OrderTypeName = z.enum(ALL_ORDER_TYPES as [string, ...string[]]);
 const State = z.enum(ORDER_STATES);
 
+/** Marks an entry about a device the caller may not read (src/domain/orders/device-scope.ts). */
+export const HiddenDevice = z
+  .literal(true)
+  .optional()
+  .describe('true for a device outside your scope (get_product answers 404 for it): what identifies it (id, serial number, type) is null');
+
 /** The order as every order operation returns it (get_order, create_order, …). */
 export const OrderSchema = z.object({
   id: z.string(),
@@ -13,7 +19,7 @@ export const OrderSchema = z.object({
   status: State,
   employeeId: z.string().nullable(),
   employee: z.object({ id: z.string(), displayName: z.string(), email: z.string() }).nullable(),
-  productIds: z.array(z.string()),
+  productIds: z.array(z.string()).describe('The devices of the order you may read'),
   country: z.string().nullable(),
   parentId: z.string().nullable(),
   parent: z.object({ id: z.string(), orderType: OrderTypeName, status: State }).nullable(),
@@ -22,11 +28,12 @@ export const OrderSchema = z.object({
   ),
   deviceRequests: z.array(
     z.object({
-      productId: z.string(),
-      serialNumber: z.string(),
-      productType: z.string(),
+      productId: z.string().nullable(),
+      serialNumber: z.string().nullable(),
+      productType: z.string().nullable(),
       role: z.enum(DEVICE_ROLES),
       status: z.string(),
+      hidden: HiddenDevice,
     }),
   ),
   dispositions: z.unknown(),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineOperation, onDemand } from './operation.js';
 import { Id, Timestamp } from './common.js';
+import { HiddenDevice } from './order-schemas.js';
 import {
   ALL_ORDER_TYPES,
   COURIER_STATES,
@@ -52,6 +53,7 @@ const TrackingEvent = z.object({
   location: z.string().nullable(),
   description: z.string().nullable(),
   deviceId: z.string().nullable(),
+  hidden: HiddenDevice,
 });
 
 const Tracking = z.object({

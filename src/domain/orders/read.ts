@@ -1,12 +1,12 @@
 import type { Principal } from '../../access/principal.js';
 import { readCompanies } from '../../access/principal.js';
-import { orderScope, wholeCompanies } from '../../access/scope.js';
+import { deviceScope, orderScope, wholeCompanies } from '../../access/scope.js';
 import type { Queryable } from '../../store/db.js';
 import { paginate, type PageOrder, type PageRequest } from '../../store/paging.js';
 import { and, containsText, raw, sql, type Sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
 import type { AnyOrderType, DeviceRole, OrderSortField, OrderState, ShipmentDirection } from './model.js';
-import { ORDER_PRODUCT_IDS } from './record.js';
+import { hiddenDevices, shown, shownJson, visibleProductIds, type Shown } from './device-scope.js';
 
 /** One row of list_orders: the order without its hierarchy (get_order has that). */
 export interface OrderSummary {
@@ -16,6 +16,7 @@ export interface OrderSummary {
   status: OrderState;
   employeeId: string | null;
   employeeName: string | null;
+  /** The order's devices the reader may read (get_product). */
   productIds: string[];
   country: string | null;
   parentId: string | null;
@@ -23,8 +24,8 @@ export interface OrderSummary {
   updatedAt: string;
 }
 
-const SUMMARY_COLUMNS = sql`o.id, o.company_id AS "companyId", o.order_type AS "orderType", o.status,
-  o.employee_id AS "employeeId", e.display_name AS "employeeName", ${ORDER_PRODUCT_IDS} AS "productIds",
+const summaryColumns = (p: Principal) => sql`o.id, o.company_id AS "companyId", o.order_type AS "orderType", o.status,
+  o.employee_id AS "employeeId", e.display_name AS "employeeName", ${visibleProductIds(p)} AS "productIds",
   o.country, o.parent_id AS "parentId", o.created_at AS "createdAt", o.updated_at AS "updatedAt"`;
 
 const SUMMARY_FROM = sql`orders o LEFT JOIN employees e ON e.id = o.employee_id`;
@@ -56,20 +57,21 @@ export interface OrderFilters {
 
 /**
  * How a free text finds orders of `companies`: by the employee's name or email, the order id, or the
- * serial number of a device on the order, each through its trigram index (migration 0012). Employees
+ * serial number of a device on the order that the reader may read (a serial they could not look up
+ * finds nothing), each through its trigram index (migration 0012). Employees
  * and devices are gathered into arrays, so their orders are looked up by index however many the
  * planner guesses a LIKE matches (a guess that turned a common name into a hash join over every
  * order); gathered within the companies only (across all of them, a last name at 1M orders fetched
  * three times the orders the caller could see).
  */
-function ordersMatching(text: string, companies: readonly string[]): [Sql, ...Sql[]] {
+function ordersMatching(p: Principal, text: string, companies: readonly string[]): [Sql, ...Sql[]] {
   const within = (alias: string) => sql`${raw(alias)}.company_id = ANY(${[...companies]}::text[])`;
   return [
     sql`o.employee_id = ANY(ARRAY(
       SELECT me.id FROM employees me WHERE ${within('me')} AND ${containsText(text, [sql`me.display_name`, sql`me.email`])}))`,
     containsText(text, [sql`o.id`]),
     sql`o.id = ANY(ARRAY(SELECT od.order_id FROM order_devices od WHERE od.device_id = ANY(ARRAY(
-      SELECT d.id FROM devices d WHERE ${within('d')} AND ${containsText(text, [sql`d.serial_number`])}))))`,
+      SELECT d.id FROM devices d WHERE ${deviceScope(p, companies)} AND ${containsText(text, [sql`d.serial_number`])}))))`,
   ];
 }
 
@@ -83,7 +85,7 @@ export async function listOrders(db: Queryable, p: Principal, input: PageRequest
   if (topLevel) filters.push(sql`o.parent_id IS NULL`);
   const { pageIndex, ...sortColumn } = SORT_COLUMNS[sort.field];
   return paginate<OrderSummary>(db, {
-    columns: SUMMARY_COLUMNS,
+    columns: summaryColumns(p),
     from: SUMMARY_FROM,
     where: and(filters),
     key: sql`o.id`,
@@ -91,7 +93,7 @@ export async function listOrders(db: Queryable, p: Principal, input: PageRequest
     pageIndex,
     filters: { companyId, status, orderType, query, employeeId, topLevel, sort: `${sort.descending ? '-' : ''}${sort.field}` },
     everyRowOf: wholeCompanies('orders', companies, filters, p.role === 'admin'),
-    matching: query ? ordersMatching(query, companies) : undefined,
+    matching: query ? ordersMatching(p, query, companies) : undefined,
   }, input);
 }
 
@@ -114,10 +116,17 @@ export const EVENT_COLUMNS = sql`ev.id, ev.type, ev.status_from AS "statusFrom",
 /** Log order: when it happened, then when it was recorded (events posted late keep their real time). */
 export const EVENT_ORDER = sql`ev.occurred_at, ev.recorded_at, ev.id`;
 
+interface TimelineDevice {
+  productId: string;
+  serialNumber: string;
+  role: DeviceRole;
+}
+
+/** Devices the reader may not read (get_product) are shown hidden, in the log and on the timeline alike. */
 export interface OrderHistory {
   orderId: string;
-  events: HistoryEvent[];
-  timeline: Array<{ productId: string; serialNumber: string; role: DeviceRole; events: HistoryEvent[] }>;
+  events: Array<Shown<HistoryEvent>>;
+  timeline: Array<Shown<TimelineDevice & { events: Array<Shown<HistoryEvent>> }>>;
 }
 
 /** Shipments going out carry what is delivered or serviced; those coming back, what is returned or serviced. */
@@ -127,7 +136,7 @@ const SHIPPED_ROLES: Record<ShipmentDirection, readonly DeviceRole[]> = {
 };
 
 /** Whether an event belongs on a device's timeline: order-wide status changes, its shipments, its own events. */
-function concerns(event: HistoryEvent, device: { productId: string; role: DeviceRole }): boolean {
+function concerns(event: HistoryEvent, device: TimelineDevice): boolean {
   if (event.productId !== null) return event.productId === device.productId;
   if (event.type === 'shipment') {
     const direction = event.data['direction'] as ShipmentDirection | undefined;
@@ -140,15 +149,20 @@ function concerns(event: HistoryEvent, device: { productId: string; role: Device
 export async function getOrderHistory(db: Queryable, p: Principal, id: string): Promise<OrderHistory> {
   const [order] = await db.query<{ id: string }>(sql`SELECT o.id FROM orders o WHERE o.id = ${id} AND ${orderScope(p, p.companyIds)}`);
   if (!order) throw notFound('Order', id);
-  const [events, devices] = await Promise.all([
+  const [events, devices, hidden] = await Promise.all([
     db.query<HistoryEvent>(sql`SELECT ${EVENT_COLUMNS} FROM order_events ev WHERE ev.order_id = ${id} ORDER BY ${EVENT_ORDER}`),
-    db.query<{ productId: string; serialNumber: string; role: DeviceRole }>(sql`
+    db.query<TimelineDevice>(sql`
       SELECT d.id AS "productId", d.serial_number AS "serialNumber", od.role
       FROM order_devices od JOIN devices d ON d.id = od.device_id WHERE od.order_id = ${id} ORDER BY d.id`),
+    hiddenDevices(db, p, id),
   ]);
+  const shownEvent = (event: HistoryEvent) => {
+    const effects = event.data['deviceEffects'];
+    return shown(effects === undefined ? event : { ...event, data: { ...event.data, deviceEffects: shownJson(effects, hidden) } }, hidden);
+  };
   return {
     orderId: id,
-    events,
-    timeline: devices.map((device) => ({ ...device, events: events.filter((event) => concerns(event, device)) })),
+    events: events.map(shownEvent),
+    timeline: devices.map((device) => shown({ ...device, events: events.filter((event) => concerns(event, device)).map(shownEvent) }, hidden)),
   };
 }

@@ -4,6 +4,7 @@ import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
 import type { AnyOrderType, DeviceRole, OrderState } from './model.js';
+import { hiddenDevices, shown, shownJson, visibleProductIds, type Shown } from './device-scope.js';
 
 export interface OrderRecord {
   id: string;
@@ -12,12 +13,14 @@ export interface OrderRecord {
   status: OrderState;
   employeeId: string | null;
   employee: { id: string; displayName: string; email: string } | null;
+  /** The order's devices the reader may read; sub-orders' likewise. */
   productIds: string[];
   country: string | null;
   parentId: string | null;
   parent: { id: string; orderType: AnyOrderType; status: OrderState } | null;
   subOrders: Array<{ id: string; orderType: AnyOrderType; status: OrderState; productIds: string[]; createdAt: string }>;
-  deviceRequests: Array<{ productId: string; serialNumber: string; productType: string; role: DeviceRole; status: string }>;
+  /** Every device of the order; one the reader may not read (get_product) is shown hidden. */
+  deviceRequests: Array<Shown<DeviceRequest>>;
   dispositions: unknown;
   legalHold: unknown;
   pickupWindow: unknown;
@@ -28,13 +31,18 @@ export interface OrderRecord {
   closedAt: string | null;
 }
 
+interface DeviceRequest {
+  productId: string;
+  serialNumber: string;
+  productType: string;
+  role: DeviceRole;
+  status: string;
+}
+
 type OrderRow = Omit<OrderRecord, 'employee' | 'parent' | 'subOrders' | 'deviceRequests' | 'shipments' | 'productIds'> & {
   employeeName: string | null;
   employeeEmail: string | null;
 };
-
-/** Products of an order, in a stable order; `o` is the orders alias. */
-export const ORDER_PRODUCT_IDS = sql`ARRAY(SELECT od.device_id FROM order_devices od WHERE od.order_id = o.id ORDER BY od.device_id)`;
 
 /**
  * One order as get_order returns it: the order with its parent, sub-orders, device requests and
@@ -49,12 +57,12 @@ export async function loadOrder(db: Queryable, p: Principal, id: string): Promis
     FROM orders o LEFT JOIN employees e ON e.id = o.employee_id
     WHERE o.id = ${id} AND ${orderScope(p, p.companyIds)}`);
   if (!row) throw notFound('Order', id);
-  const [devices, subOrders, shipments, parents] = await Promise.all([
-    db.query<OrderRecord['deviceRequests'][number]>(sql`
+  const [devices, subOrders, shipments, parents, hidden] = await Promise.all([
+    db.query<DeviceRequest>(sql`
       SELECT d.id AS "productId", d.serial_number AS "serialNumber", d.product_type AS "productType", od.role, od.status
       FROM order_devices od JOIN devices d ON d.id = od.device_id WHERE od.order_id = ${id} ORDER BY d.id`),
     db.query<OrderRecord['subOrders'][number]>(sql`
-      SELECT o.id, o.order_type AS "orderType", o.status, ${ORDER_PRODUCT_IDS} AS "productIds", o.created_at AS "createdAt"
+      SELECT o.id, o.order_type AS "orderType", o.status, ${visibleProductIds(p)} AS "productIds", o.created_at AS "createdAt"
       FROM orders o WHERE o.parent_id = ${id} ORDER BY o.id`),
     db.query<OrderRecord['shipments'][number]>(sql`
       SELECT id, carrier, tracking_number AS "trackingNumber", direction, created_at AS "createdAt"
@@ -62,15 +70,17 @@ export async function loadOrder(db: Queryable, p: Principal, id: string): Promis
     row.parentId
       ? db.query<NonNullable<OrderRecord['parent']>>(sql`SELECT id, order_type AS "orderType", status FROM orders WHERE id = ${row.parentId}`)
       : Promise.resolve([]),
+    hiddenDevices(db, p, id),
   ]);
   const { employeeName, employeeEmail, ...order } = row;
   return {
     ...order,
     employee: order.employeeId ? { id: order.employeeId, displayName: employeeName ?? '', email: employeeEmail ?? '' } : null,
-    productIds: devices.map((d) => d.productId),
+    productIds: devices.filter((d) => !hidden.has(d.productId)).map((d) => d.productId),
     parent: parents[0] ?? null,
     subOrders,
-    deviceRequests: devices,
+    deviceRequests: devices.map((d) => shown(d, hidden)),
+    dispositions: shownJson(order.dispositions, hidden),
     shipments,
   };
 }

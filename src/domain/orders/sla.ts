@@ -5,6 +5,7 @@ import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
 import { EVENT_ORDER } from './read.js';
+import { hiddenDevices, shown, type Shown } from './device-scope.js';
 import { FINAL_STATES, SLA_AT_RISK_SHARE, slaTargetDays, type AnyOrderType, type OrderState, type SlaStatus } from './model.js';
 
 /**
@@ -28,8 +29,8 @@ export interface SlaOrder {
   closedAt: string | null;
   /** As stored; only a parsable `end` is used. */
   pickupWindow: unknown;
-  /** Devices the order is to deliver that are no longer Available. */
-  unavailableDeliverDevices: Array<{ productId: string; serialNumber: string; status: string }>;
+  /** Devices the order is to deliver that are no longer Available; those the reader may not read, hidden. */
+  unavailableDeliverDevices: Array<Shown<{ productId: string; serialNumber: string; status: string }>>;
 }
 
 export interface SlaEvent {
@@ -126,7 +127,7 @@ function derivedReasons(order: SlaOrder, events: readonly SlaEvent[], now: numbe
       reasons.push({
         reason: 'stock_shortage',
         since: null,
-        note: `No longer available to deliver: ${missing.map((d) => `${d.serialNumber} (${d.status})`).join(', ')}`,
+        note: `No longer available to deliver: ${missing.map((d) => `${d.serialNumber ?? 'a device outside your scope'} (${d.status})`).join(', ')}`,
         origin: 'derived',
       });
     }
@@ -185,15 +186,16 @@ export async function getOrderSla(db: Queryable, p: Principal, id: string, now: 
       o.closed_at AS "closedAt", o.pickup_window AS "pickupWindow"
     FROM orders o WHERE o.id = ${id} AND ${orderScope(p, p.companyIds)}`);
   if (!order) throw notFound('Order', id);
-  const [events, unavailableDeliverDevices] = await Promise.all([
+  const [events, unavailable, hidden] = await Promise.all([
     db.query<SlaEvent>(sql`
       SELECT ev.type, ev.status_from AS "statusFrom", ev.status_to AS "statusTo", ev.reason, ev.note,
         CASE WHEN ev.type = 'device' THEN ev.data ->> 'status' END AS "deviceStatus", ev.occurred_at AS "occurredAt"
       FROM order_events ev WHERE ev.order_id = ${id} ORDER BY ${EVENT_ORDER}`),
-    db.query<SlaOrder['unavailableDeliverDevices'][number]>(sql`
+    db.query<{ productId: string; serialNumber: string; status: string }>(sql`
       SELECT d.id AS "productId", d.serial_number AS "serialNumber", d.status
       FROM order_devices od JOIN devices d ON d.id = od.device_id
       WHERE od.order_id = ${id} AND od.role = 'deliver' AND d.status <> 'Available' ORDER BY d.id`),
+    hiddenDevices(db, p, id),
   ]);
-  return computeSla({ ...order, unavailableDeliverDevices }, events, now);
+  return computeSla({ ...order, unavailableDeliverDevices: unavailable.map((d) => shown(d, hidden)) }, events, now);
 }

@@ -9,6 +9,7 @@ import { notFound } from '../../errors.js';
 import { callUpstream } from '../../http/upstream.js';
 import type { CourierState, OrderState } from './model.js';
 import { EVENT_ORDER } from './read.js';
+import { hiddenDevices } from './device-scope.js';
 
 /**
  * Shipment tracking: the stored fulfilment events of an order merged, per shipment, with the
@@ -25,7 +26,9 @@ export interface TrackingEvent {
   status: string;
   location: string | null;
   description: string | null;
+  /** Null for an event about no device, or about one the reader may not read (then `hidden`). */
   deviceId: string | null;
+  hidden?: true;
 }
 
 export interface CourierLookup {
@@ -152,8 +155,9 @@ export interface TrackingResult {
 
 const nonEmpty = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
 
-function storedEvent(row: StoredEventRow): TrackingEvent {
-  const base = { source: 'stored', type: row.type, occurredAt: row.occurredAt, location: null, deviceId: row.deviceId } as const;
+function storedEvent(row: StoredEventRow, hidden: ReadonlySet<string>): TrackingEvent {
+  const isHidden = row.deviceId !== null && hidden.has(row.deviceId);
+  const base = { source: 'stored', type: row.type, occurredAt: row.occurredAt, location: null, deviceId: isHidden ? null : row.deviceId } as const;
   switch (row.type) {
     case 'shipment':
       return { ...base, status: 'registered', description: row.note ?? `Shipment registered with ${String(row.data?.carrier)}` };
@@ -161,6 +165,7 @@ function storedEvent(row: StoredEventRow): TrackingEvent {
       return { ...base, status: row.statusTo ?? '', description: row.note ?? `Order ${row.statusFrom ?? ''} → ${row.statusTo ?? ''}` };
     case 'device': {
       const status = nonEmpty(row.data?.status) ?? 'updated';
+      if (isHidden) return { ...base, status, description: row.note ?? `A device outside your scope: ${status}`, hidden: true };
       return { ...base, status, description: row.note ?? `Device ${row.serialNumber ?? row.deviceId ?? ''}: ${status}` };
     }
   }
@@ -182,7 +187,7 @@ export async function getTracking(db: Queryable, p: Principal, id: string, couri
   const [order] = await db.query<{ id: string; status: OrderState }>(sql`
     SELECT o.id, o.status FROM orders o WHERE o.id = ${id} AND ${orderScope(p, p.companyIds)}`);
   if (!order) throw notFound('Order', id);
-  const [shipments, rows] = await Promise.all([
+  const [shipments, rows, hidden] = await Promise.all([
     db.query<ShipmentRow>(sql`
       SELECT id, carrier, tracking_number AS "trackingNumber", direction, created_at AS "createdAt"
       FROM shipments WHERE order_id = ${id} ORDER BY created_at, id`),
@@ -193,6 +198,7 @@ export async function getTracking(db: Queryable, p: Principal, id: string, couri
       WHERE ev.order_id = ${id}
         AND (ev.type IN ('shipment', 'device') OR (ev.type = 'status_changed' AND ev.status_to IN ('Shipped', 'Delivered')))
       ORDER BY ${EVENT_ORDER}`),
+    hiddenDevices(db, p, id),
   ]);
   const lookups = await Promise.all(shipments.map((s) => courier.track(s.carrier, s.trackingNumber)));
   return {
@@ -200,7 +206,7 @@ export async function getTracking(db: Queryable, p: Principal, id: string, couri
     status: order.status,
     shipments: shipments.map((shipment, i) => {
       const live = lookups[i]!;
-      const stored = rows.filter((row) => row.type !== 'shipment' || isEventOf(row, shipment)).map(storedEvent);
+      const stored = rows.filter((row) => row.type !== 'shipment' || isEventOf(row, shipment)).map((row) => storedEvent(row, hidden));
       const events = [...stored, ...live.events].sort(byTime);
       return {
         ...shipment,
