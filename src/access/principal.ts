@@ -26,6 +26,8 @@ export interface Principal {
   readonly regions: readonly string[];
   /** The employee record of an employee-role user. */
   readonly employeeId: string | null;
+  /** A dedicated user of one integration (its v2 bridge, its v4 successor), not a person. */
+  readonly nonPersonal: boolean;
   readonly capabilities: ReadonlySet<Capability>;
   readonly credential: Credential;
 }
@@ -36,6 +38,7 @@ export interface UserRow {
   display_name: string;
   role: Role;
   employee_id: string | null;
+  non_personal: boolean;
   disabled_at: string | null;
   company_ids: string[];
   team_ids: string[];
@@ -43,7 +46,7 @@ export interface UserRow {
 }
 
 /** Select list that loads a user with its companies and manager scope; `u` is the users alias. */
-export const USER_COLUMNS = sql`u.id, u.email, u.display_name, u.role, u.employee_id, u.disabled_at,
+export const USER_COLUMNS = sql`u.id, u.email, u.display_name, u.role, u.employee_id, u.non_personal, u.disabled_at,
   ARRAY(SELECT uc.company_id FROM user_companies uc WHERE uc.user_id = u.id ORDER BY uc.company_id) AS company_ids,
   ARRAY(SELECT mt.team_id FROM manager_teams mt WHERE mt.user_id = u.id ORDER BY mt.team_id) AS team_ids,
   ARRAY(SELECT mr.country FROM manager_regions mr WHERE mr.user_id = u.id ORDER BY mr.country) AS regions`;
@@ -60,9 +63,33 @@ export function principalFromUser(user: UserRow, granted: readonly string[], cre
     teamIds: user.role === 'manager' ? user.team_ids : [],
     regions: user.role === 'manager' ? user.regions : [],
     employeeId: user.employee_id,
+    nonPersonal: user.non_personal,
     capabilities: new Set(granted.filter((c) => ceiling.has(c)) as Capability[]),
     credential,
   };
+}
+
+/** What an access check reads of a caller, whatever its credential: a page's session has no Principal. */
+export type Caller = Pick<Principal, 'role' | 'nonPersonal' | 'companyIds' | 'capabilities'>;
+
+/** A user signed in on the pages acts as themselves: everything their role allows. */
+export function signedInCaller(user: UserRow): Caller {
+  return { role: user.role, nonPersonal: user.non_personal, companyIds: user.company_ids, capabilities: new Set(ROLE_CEILING[user.role]) };
+}
+
+/**
+ * Administration (legacy keys, their successors, the migration's reports) is for people. An
+ * integration's non-personal user is an admin of its company so that its key reaches the data its
+ * capabilities cover, as the v2 key did; it never administers, whatever its key holds.
+ */
+export function requireHumanAdmin(caller: Pick<Caller, 'role' | 'nonPersonal'>, what: string): void {
+  if (caller.role !== 'admin') throw forbidden('admin_only', `${what} is for admins; ask an admin of your company`);
+  if (caller.nonPersonal) {
+    throw forbidden(
+      'non_personal_user',
+      `${what} is for a person: this credential acts as an integration's non-personal user, which never administers keys or the migration; use a human admin's credential`,
+    );
+  }
 }
 
 export async function loadUserByEmail(db: Queryable, email: string): Promise<UserRow | undefined> {

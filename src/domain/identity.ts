@@ -21,7 +21,7 @@ export async function describePrincipal(db: Queryable, p: Principal) {
     db.query<{ id: string; name: string }>(sql`SELECT id, name FROM teams WHERE id = ANY(${p.teamIds}::text[]) ORDER BY id`),
   ]);
   return {
-    user: { id: p.userId, email: p.email, displayName: p.displayName, role: p.role, employeeId: p.employeeId },
+    user: { id: p.userId, email: p.email, displayName: p.displayName, role: p.role, employeeId: p.employeeId, nonPersonal: p.nonPersonal },
     companies,
     scope: { teams, regions: [...p.regions] },
     capabilities: [...p.capabilities].sort(),

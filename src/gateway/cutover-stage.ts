@@ -4,7 +4,7 @@ import type { Capability } from '../access/capabilities.js';
 /*
  * Where a legacy key stands in its cutover to v4 (the spec's reissue steps 5 and 6), derived only
  * from what the service records: the key's creation and last v2 call, its successor v4 key's minting
- * and first successful call, and its disabling. Pure, so the clock is the caller's.
+ * and first successful call, its disabling and the undo of one. Pure, so the clock is the caller's.
  */
 
 export const CUTOVER_STAGES = ['v2_only', 'successor_minted', 'successor_working', 'v2_quiet', 'v2_disabled'] as const;
@@ -13,6 +13,10 @@ export type CutoverStage = (typeof CUTOVER_STAGES)[number];
 export const DISABLED_BY = ['operator', 'admin', 'policy'] as const;
 /** Who disabled a legacy key: the operator's CLI, an admin (API or dashboard) or the automatic policy. */
 export type DisabledBy = (typeof DISABLED_BY)[number];
+
+export const ENABLED_BY = ['operator', 'admin'] as const;
+/** Who undid a disable: the operator's CLI or an admin (API or dashboard); never the policy. */
+export type EnabledBy = (typeof ENABLED_BY)[number];
 
 const DAY_MS = 86_400_000;
 
@@ -38,6 +42,8 @@ export interface CutoverFacts {
   hasV4Successor: boolean;
   successor: SuccessorFacts | null;
   disabled: { at: string; by: DisabledBy; reason: string | null } | null;
+  /** The last undo of a disable. */
+  enabled: { at: string; by: EnabledBy; reason: string | null } | null;
 }
 
 export interface Cutover {
@@ -46,11 +52,12 @@ export interface Cutover {
   stages: Array<{ stage: CutoverStage; at: string | null }>;
   successor: (SuccessorFacts & { maskedKey: string }) | null;
   quietDays: number;
-  /** The last v2 call (or the key's creation): the quiet period counts from it. */
+  /** The last v2 call, the key's creation or the undo of its disable, whichever is latest: the quiet period counts from it. */
   quietSince: string;
   /** When the key is, or will be if v2 is not called again, quiet for quietDays. */
   quietFrom: string;
   disabled: CutoverFacts['disabled'];
+  enabled: CutoverFacts['enabled'];
   /** What moves the key to its next stage; null once disabled. */
   nextStep: string | null;
 }
@@ -59,7 +66,8 @@ const later = (a: string, b: string) => (a > b ? a : b);
 
 /** The stage of one legacy key at `now`, with the date of each stage it reached. */
 export function cutoverOf(facts: CutoverFacts, now: Date, quietDays: number, autoDisable: boolean): Cutover {
-  const quietSince = facts.lastUsedAt ?? facts.createdAt;
+  // An undone disable gives the integration a full quiet period again, so the policy does not redo it at once.
+  const quietSince = facts.enabled ? later(facts.lastUsedAt ?? facts.createdAt, facts.enabled.at) : (facts.lastUsedAt ?? facts.createdAt);
   const quietFrom = new Date(Date.parse(quietSince) + quietDays * DAY_MS).toISOString();
   // A revoked successor (or one of a disabled user) no longer carries the integration: the cutover starts over.
   const successor = facts.successor?.active ? facts.successor : null;
@@ -82,6 +90,7 @@ export function cutoverOf(facts: CutoverFacts, now: Date, quietDays: number, aut
     quietSince,
     quietFrom,
     disabled: facts.disabled,
+    enabled: facts.enabled,
     nextStep: nextStep(stage, facts, quietFrom, autoDisable),
   };
 }

@@ -6,7 +6,7 @@ import { createUser, mintKeyForUser } from '../domain/admin.js';
 import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
 import { sql } from '../store/sql.js';
 import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, type CutoverStage } from './cutover-stage.js';
-import { dedicatedUserEmail, disableIf, disableLegacyKey, legacyKeyUsage, listLegacyKeys, type LegacyKeySummary } from './legacy-keys.js';
+import { dedicatedUserEmail, disableIf, disableLegacyKey, enableLegacyKey, legacyKeyUsage, listLegacyKeys, type LegacyKeySummary } from './legacy-keys.js';
 import { leastCapabilities, type ScopeUsage } from './scope-rules.js';
 
 /*
@@ -90,9 +90,11 @@ async function chooseCapabilities(core: Core, key: LegacyKeySummary, grantor: Gr
 }
 
 /**
- * Mints the legacy key's successor v4 key as its dedicated non-personal user (created on first use,
- * an admin of the key's company like the key itself) and links the two. Works while the service runs,
- * on either store: no `svc-server keys mint` against a locked data directory.
+ * Mints the legacy key's successor v4 key as its dedicated non-personal user (created on first use)
+ * and links the two. The user is an admin of the key's company, so its key reaches company-wide the
+ * data its capabilities cover, as the v2 key did; being non-personal, it never administers keys or
+ * the migration (requireHumanAdmin). Works while the service runs, on either store: no
+ * `svc-server keys mint` against a locked data directory.
  */
 export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor, request: SuccessorRequest = {}): Promise<MintedSuccessor> {
   const key = await legacyKeyFor(core, grantor.companyIds, id);
@@ -134,15 +136,23 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor,
   };
 }
 
+/** The admin acting on a key of one of their companies. */
+interface KeyAdmin {
+  userId: string;
+  email: string;
+  companyIds: readonly string[];
+}
+
 /** An admin disables a key of one of their companies, recorded with who and why. */
-export async function adminDisableLegacyKey(
-  core: Core,
-  id: string,
-  admin: { userId: string; email: string; companyIds: readonly string[] },
-  reason?: string,
-): Promise<LegacyKeySummary> {
+export async function adminDisableLegacyKey(core: Core, id: string, admin: KeyAdmin, reason?: string): Promise<LegacyKeySummary> {
   await legacyKeyFor(core, admin.companyIds, id);
   return disableLegacyKey(core, id, { by: 'admin', userId: admin.userId, reason: reason ?? `disabled by ${admin.email}` });
+}
+
+/** An admin undoes the disable of a key of one of their companies (until the sunset), recorded like the disable. */
+export async function adminEnableLegacyKey(core: Core, id: string, admin: KeyAdmin, reason?: string): Promise<LegacyKeySummary> {
+  await legacyKeyFor(core, admin.companyIds, id);
+  return enableLegacyKey(core, id, { by: 'admin', userId: admin.userId, reason: reason ?? `enabled again by ${admin.email}` });
 }
 
 /**
@@ -159,7 +169,8 @@ export async function autoDisableQuietKeys(core: Core): Promise<LegacyKeySummary
     const { stage, successor, quietSince } = key.cutover;
     if (stage !== 'v2_quiet' || !successor) continue;
     const reason = `successor key ${successor.maskedKey} working since ${successor.firstUsedAt!.slice(0, 10)}; no v2 call since ${quietSince.slice(0, 10)} (quiet for ${quietDays} days)`;
-    const done = await disableIf(core, key.id, { by: 'policy', reason }, sql`COALESCE(l.last_used_at, l.created_at) <= ${quietBefore}
+    // Quiet counts from the last v2 call, or the undo of an earlier disable (GREATEST skips a NULL).
+    const done = await disableIf(core, key.id, { by: 'policy', reason }, sql`GREATEST(COALESCE(l.last_used_at, l.created_at), l.enabled_at) <= ${quietBefore}
       AND EXISTS (SELECT 1 FROM api_keys s JOIN users su ON su.id = s.user_id
         WHERE s.id = l.successor_key_id AND s.first_used_at IS NOT NULL AND s.revoked_at IS NULL AND su.disabled_at IS NULL)`);
     if (!done) continue;

@@ -1,5 +1,6 @@
 import proxy from '@fastify/http-proxy';
 import type { FastifyInstance } from 'fastify';
+import type { Capability, Role } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { baseApp } from '../http/app.js';
 import { callUpstream } from '../http/upstream.js';
@@ -64,9 +65,11 @@ function registerShadowReport(app: FastifyInstance, core: Core, upstreamUrl: str
     }
     if (me.status !== 200) return reply.status(me.status).type(me.contentType ?? 'application/json').send(me.text);
     const { user, companies, capabilities } = (
-      JSON.parse(me.text) as { data: { user: { role: string }; companies: { id: string }[]; capabilities: string[] } }
+      JSON.parse(me.text) as { data: { user: { role: Role; nonPersonal?: boolean }; companies: { id: string }[]; capabilities: Capability[] } }
     ).data;
-    const data = await shadowReportFor(core, { role: user.role, companyIds: companies.map((c) => c.id), capabilities: new Set(capabilities) });
+    // A core that does not say (older than the field) is taken as non-personal: the rule fails closed.
+    const caller = { role: user.role, nonPersonal: user.nonPersonal !== false, companyIds: companies.map((c) => c.id), capabilities: new Set(capabilities) };
+    const data = await shadowReportFor(core, caller);
     return { ok: true, data, meta: { requestId: request.id } };
   });
 }

@@ -12,7 +12,7 @@ import { and, sql, type Sql } from '../store/sql.js';
 import { AppError, badRequest, conflict, notFound, validationError } from '../errors.js';
 import { closest } from '../did-you-mean.js';
 import { capabilitiesForScopes, scopeEntryFor, type Mappings } from './mappings.js';
-import { cutoverOf, type Cutover, type DisabledBy } from './cutover-stage.js';
+import { cutoverOf, type Cutover, type DisabledBy, type EnabledBy } from './cutover-stage.js';
 
 /*
  * Legacy v2 keys, registered in the gateway. Each is bound to a company and holds v2 scopes;
@@ -122,6 +122,9 @@ interface LegacyKeyRow {
   last_used_at: string | null;
   disabled_by: DisabledBy | null;
   disable_reason: string | null;
+  enabled_at: string | null;
+  enabled_by: EnabledBy | null;
+  enable_reason: string | null;
   successor_key_id: string | null;
   successor_user_id: string | null;
   successor_capabilities: Capability[] | null;
@@ -135,7 +138,7 @@ async function selectKeys(db: Queryable, core: Core, where: Sql): Promise<Legacy
   const rows = await db.query<LegacyKeyRow>(sql`
     SELECT l.id, l.company_id, l.name, l.key_hint, l.scopes, l.bridge_user_id, l.bridge_key_id,
       COALESCE(k.capabilities, '{}'::text[]) AS capabilities, l.created_at, l.disabled_at, l.last_used_at,
-      l.disabled_by, l.disable_reason, l.successor_key_id, s.user_id AS successor_user_id,
+      l.disabled_by, l.disable_reason, l.enabled_at, l.enabled_by, l.enable_reason, l.successor_key_id, s.user_id AS successor_user_id,
       s.capabilities AS successor_capabilities, l.successor_minted_at, s.first_used_at AS successor_first_used_at,
       (s.revoked_at IS NULL AND su.disabled_at IS NULL) AS successor_active
     FROM legacy_keys l LEFT JOIN api_keys k ON k.id = l.bridge_key_id
@@ -173,6 +176,7 @@ async function selectKeys(db: Queryable, core: Core, where: Sql): Promise<Legacy
             }
           : null,
         disabled: row.disabled_at ? { at: row.disabled_at, by: row.disabled_by!, reason: row.disable_reason } : null,
+        enabled: row.enabled_at ? { at: row.enabled_at, by: row.enabled_by!, reason: row.enable_reason } : null,
       },
       now,
       quietDays,
@@ -338,6 +342,59 @@ export async function disableLegacyKey(core: Core, id: string, disabling: Disabl
   const [row] = await core.db.query(sql`SELECT 1 FROM legacy_keys WHERE id = ${id}`);
   if (!row) throw notFound('Legacy key', id);
   throw conflict('legacy_key_disabled', `Legacy key ${id} is already disabled`);
+}
+
+/** Who undoes a disable, and why; recorded like a disable. */
+export interface Enabling {
+  by: EnabledBy;
+  /** The admin's user id, when an admin enables. */
+  userId?: string;
+  reason?: string;
+}
+
+/**
+ * Undoes the disable of a key, until the sunset: v2 accepts it again from the next request, through
+ * its bridge user enabled again and a new bridge key with the old one's capabilities (a revoked key
+ * never comes back). The undone disable is logged; the key keeps the last undo.
+ */
+export async function enableLegacyKey(core: Core, id: string, enabling: Enabling = { by: 'operator' }): Promise<LegacyKeySummary> {
+  const { sunset } = core.mappings.sunset;
+  if (core.now() >= sunset) {
+    throw conflict('sunset_passed', `v2 reached its sunset on ${sunset.toISOString().slice(0, 10)}: legacy key ${id} stays disabled`);
+  }
+  const { summary, undone } = await core.db.transaction(async (tx) => {
+    const [row] = await tx.query<{
+      disabled_at: string | null;
+      disabled_by: DisabledBy | null;
+      disable_reason: string | null;
+      bridge_user_id: string;
+      bridge_email: string;
+      bridge_key_name: string | null;
+      bridge_capabilities: Capability[] | null;
+    }>(sql`
+      SELECT l.disabled_at, l.disabled_by, l.disable_reason, l.bridge_user_id, u.email AS bridge_email,
+        k.name AS bridge_key_name, k.capabilities AS bridge_capabilities
+      FROM legacy_keys l JOIN users u ON u.id = l.bridge_user_id LEFT JOIN api_keys k ON k.id = l.bridge_key_id
+      WHERE l.id = ${id} FOR UPDATE OF l`);
+    if (!row) throw notFound('Legacy key', id);
+    if (!row.disabled_at) throw conflict('legacy_key_active', `Legacy key ${id} is not disabled`);
+    await tx.query(sql`UPDATE users SET disabled_at = NULL WHERE id = ${row.bridge_user_id}`);
+    // A key whose scopes all stay on v2 had no bridge key, and gets none.
+    const bridge =
+      row.bridge_key_name !== null && row.bridge_capabilities !== null
+        ? await mintKeyForUser(tx, row.bridge_email, row.bridge_capabilities, row.bridge_key_name)
+        : undefined;
+    await tx.query(sql`
+      UPDATE legacy_keys SET disabled_at = NULL, disabled_by = NULL, disabled_by_user_id = NULL, disable_reason = NULL,
+        enabled_at = ${core.now().toISOString()}, enabled_by = ${enabling.by}, enabled_by_user_id = ${enabling.userId ?? null},
+        enable_reason = ${enabling.reason ?? null}, bridge_key_id = ${bridge?.keyId ?? null},
+        bridge_key_ciphertext = ${bridge ? encryptSecret(core.secretKey, bridge.rawKey, id) : null}
+      WHERE id = ${id}`);
+    const [summary] = await selectKeys(tx, core, sql`l.id = ${id}`);
+    return { summary: summary!, undone: { at: row.disabled_at, by: row.disabled_by, reason: row.disable_reason } };
+  });
+  core.logger.info({ legacyKeyId: id, companyId: summary.companyId, enabled: summary.cutover.enabled, undone }, 'legacy key enabled again');
+  return summary;
 }
 
 export type LegacyKeyResolution =

@@ -25,6 +25,7 @@ export const identityOperations = [
         displayName: z.string(),
         role: z.enum(ROLES),
         employeeId: z.string().nullable(),
+        nonPersonal: z.boolean().describe('A dedicated user of one integration, not a person: it never administers keys or the migration'),
       }),
       companies: z.array(Named),
       scope: z.object({ teams: z.array(Named), regions: z.array(z.string()) }),

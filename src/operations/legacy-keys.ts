@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { CapabilitySchema } from '../access/capabilities.js';
-import type { Principal } from '../access/principal.js';
-import { forbidden, notFound } from '../errors.js';
-import { CUTOVER_STAGES, DISABLED_BY, USAGE_WINDOW_DAYS } from '../gateway/cutover-stage.js';
+import { notFound } from '../errors.js';
+import { CUTOVER_STAGES, DISABLED_BY, ENABLED_BY, USAGE_WINDOW_DAYS } from '../gateway/cutover-stage.js';
 import { Id, Text, Timestamp } from './common.js';
 import type { Core } from '../core.js';
-import { columnsOf, defineOperation, onDemand, type OperationContext } from './operation.js';
+import { columnsOf, defineOperation, onDemand, type Access, type OperationContext } from './operation.js';
 
 const migrationPlans = onDemand(() => import('../gateway/migration-plan.js'));
 const legacyKeys = onDemand(() => import('../gateway/legacy-keys.js'));
@@ -13,11 +12,18 @@ const cutover = onDemand(() => import('../gateway/cutover.js'));
 
 /*
  * The gateway's record of one legacy v2 key, for the migration audit (`svc migrate audit --key`),
- * and its cutover to a successor v4 key: minting it from the running service, and disabling the key.
- * Admins only, and through the company capabilities: a legacy key is the company's integration
- * configuration, like its addresses, so a key narrowed to other data (inventory, say) cannot read or
- * change it. Reads need mcp:company:read, minting and disabling mcp:company:write.
+ * and its cutover to a successor v4 key: minting it from the running service, disabling the key and
+ * undoing that. Human admins only, and through the company capabilities: a legacy key is the company's
+ * integration configuration, like its addresses, so a key narrowed to other data (inventory, say)
+ * cannot read or change it, and an integration's own non-personal user (its successor) cannot
+ * administer it. Reads need mcp:company:read; minting, disabling and enabling mcp:company:write.
  */
+
+/** Who reads a company's migration (here, on the dashboard, in the shadow report) and who changes it. */
+export const MIGRATION_READ = { capability: 'mcp:company:read', humanAdminOnly: true } as const satisfies Access;
+export const MIGRATION_WRITE = { capability: 'mcp:company:write', humanAdminOnly: true } as const satisfies Access;
+
+const ADMINS_ONLY = 'Human admins only (403 admin_only; 403 non_personal_user for an integration’s non-personal user, such as a successor key’s)';
 
 const Stage = z.enum(CUTOVER_STAGES);
 
@@ -36,9 +42,13 @@ const Cutover = z.object({
     })
     .nullable(),
   quietDays: z.number().int().describe('No v2 call for this many days makes the key quiet (mappings/sunset.yaml)'),
-  quietSince: Timestamp.describe('The last v2 call, or the key’s creation'),
+  quietSince: Timestamp.describe('The last v2 call, the key’s creation or the undo of its disable, whichever is latest'),
   quietFrom: Timestamp.describe('When the key is (or, without another v2 call, will be) quiet'),
   disabled: z.object({ at: Timestamp, by: z.enum(DISABLED_BY), reason: z.string().nullable() }).nullable(),
+  enabled: z
+    .object({ at: Timestamp, by: z.enum(ENABLED_BY), reason: z.string().nullable() })
+    .nullable()
+    .describe('The last undo of a disable, if any: quiet counts again from it'),
   nextStep: z.string().nullable(),
 });
 
@@ -108,20 +118,14 @@ const MigrationPlan = z.object({
   cutover: Cutover,
 });
 
-const ADMIN_ONLY = 'Only an admin of the legacy key’s company may read it';
-
-function requireAdmin(principal: Principal, message = ADMIN_ONLY): void {
-  if (principal.role !== 'admin') throw forbidden('admin_only', message);
-}
-
 export const legacyKeyOperations = [
   defineOperation({
     name: 'list_legacy_keys',
     cli: 'legacy-keys list',
     title: 'List legacy v2 keys',
     description:
-      'Lists the legacy v2 keys registered in the gateway for the companies the caller administers (admins only, else 403), oldest first: id, name, key hint, scopes and bridge capabilities. Read one with its usage through get_legacy_key. Never returns keys or hashes.',
-    capability: 'mcp:company:read',
+      `Lists the legacy v2 keys registered in the gateway for the companies the caller administers, oldest first: id, name, key hint, scopes and bridge capabilities. Read one with its usage through get_legacy_key. Never returns keys or hashes. ${ADMINS_ONLY}.`,
+    ...MIGRATION_READ,
     readOnly: true,
     method: 'GET',
     path: '/v4/admin/legacy-keys',
@@ -130,18 +134,15 @@ export const legacyKeyOperations = [
     output: z.object({ keys: z.array(LegacyKey) }),
     // What an admin reviewing a migration asks first: which key, where its cutover stands, whether it is still used.
     columns: { keys: columnsOf(LegacyKey, ['id', 'name', 'cutover.stage', 'lastUsedAt', 'scopes', 'disabledAt', 'keyHint', 'capabilities', 'createdAt']) },
-    handler: async ({ core, principal }: OperationContext<Core>) => {
-      requireAdmin(principal);
-      return { keys: await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds }) };
-    },
+    handler: async ({ core, principal }: OperationContext<Core>) => ({ keys: await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds }) }),
   }),
   defineOperation({
     name: 'get_legacy_key',
     cli: 'legacy-keys get',
     title: 'Read a legacy v2 key and its usage',
     description:
-      'Reads one legacy v2 key registered in the gateway: its scopes and the v4 capabilities of its bridge, and its recorded usage (calls per UTC day and v2 endpoint, oldest first). Admins only (403 otherwise); a key of a company the caller does not administer is 404, as if absent. Never returns the key or its hash.',
-    capability: 'mcp:company:read',
+      `Reads one legacy v2 key registered in the gateway: its scopes and the v4 capabilities of its bridge, and its recorded usage (calls per UTC day and v2 endpoint, oldest first). ${ADMINS_ONLY}; a key of a company the caller does not administer is 404, as if absent. Never returns the key or its hash.`,
+    ...MIGRATION_READ,
     readOnly: true,
     method: 'GET',
     path: '/v4/admin/legacy-keys/:id',
@@ -150,7 +151,6 @@ export const legacyKeyOperations = [
     output: z.object({ key: LegacyKey, usage: z.array(Usage) }),
     columns: { usage: columnsOf(Usage, ['day', 'calls', 'endpoint', 'scope']) },
     handler: async ({ core, principal }: OperationContext<Core>, { id }) => {
-      requireAdmin(principal);
       // Another company's key reads as absent, like every record beyond the caller's reach: a 403 would confirm it exists.
       const [key] = await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds, id });
       if (!key) throw notFound('Legacy key', id);
@@ -161,25 +161,22 @@ export const legacyKeyOperations = [
     name: 'get_legacy_key_plan',
     cli: 'legacy-keys plan',
     title: 'The migration plan of a legacy v2 key',
-    description: `The migration plan of one integration, from what its legacy v2 key called in the last ${USAGE_WINDOW_DAYS} days: each v2 endpoint it called with its v4 replacement call(s) and field changes (from the migration guide), most called first; the endpoints without a v4 successor, with the reason; the least capabilities of its successor key; the steps with the exact commands (mint the successor, first v4 call, quiet, disable), each marked done from the key's cutover stage, whose dates it includes. Admins only (403); another company's key is 404. Also as \`svc migrate plan --key <id>\` and the page /app/migration/keys/<id>/plan.`,
-    capability: 'mcp:company:read',
+    description: `The migration plan of one integration, from what its legacy v2 key called in the last ${USAGE_WINDOW_DAYS} days: each v2 endpoint it called with its v4 replacement call(s) and field changes (from the migration guide), most called first; the endpoints without a v4 successor, with the reason; the least capabilities of its successor key; the steps with the exact commands (mint the successor, first v4 call, quiet, disable), each marked done from the key's cutover stage, whose dates it includes. ${ADMINS_ONLY}; another company's key is 404. Also as \`svc migrate plan --key <id>\` and the page /app/migration/keys/<id>/plan.`,
+    ...MIGRATION_READ,
     readOnly: true,
     method: 'GET',
     path: '/v4/admin/legacy-keys/:id/plan',
     origin: 'extension',
     input: z.strictObject({ id: Id.describe('Legacy key id (lk_…)') }),
     output: MigrationPlan,
-    handler: async ({ core, principal }: OperationContext<Core>, { id }) => {
-      requireAdmin(principal);
-      return (await migrationPlans()).buildMigrationPlan(core, principal.companyIds, id);
-    },
+    handler: async ({ core, principal }: OperationContext<Core>, { id }) => (await migrationPlans()).buildMigrationPlan(core, principal.companyIds, id),
   }),
   defineOperation({
     name: 'mint_legacy_key_successor',
     cli: 'legacy-keys mint-successor',
     title: 'Mint the successor v4 key of a legacy v2 key',
-    description: `Mints the v4 key that replaces a legacy v2 key (the spec's reissue steps 1 and 2) while the service runs: as a dedicated non-personal user of the key's company (created on first use), with the least capabilities, linked to the legacy key, whose stage becomes successor_minted. Capabilities default to those of the successor it replaces, else those of the v2 scopes the key called in the last ${USAGE_WINDOW_DAYS} days; named ones must lie within the v4 reach of the key's scopes and be held by the caller. A key with a working successor answers 409 successor_exists unless replace is true (the old successor is then revoked). Admins only (403); another company's key is 404. The new key is in successor.apiKey, shown only this once.`,
-    capability: 'mcp:company:write',
+    description: `Mints the v4 key that replaces a legacy v2 key (the spec's reissue steps 1 and 2) while the service runs: as a dedicated non-personal user of the key's company (created on first use), with the least capabilities, linked to the legacy key, whose stage becomes successor_minted. Capabilities default to those of the successor it replaces, else those of the v2 scopes the key called in the last ${USAGE_WINDOW_DAYS} days; named ones must lie within the v4 reach of the key's scopes and be held by the caller. A key with a working successor answers 409 successor_exists unless replace is true (the old successor is then revoked). ${ADMINS_ONLY}; another company's key is 404. The new key is in successor.apiKey, shown only this once.`,
+    ...MIGRATION_WRITE,
     readOnly: false,
     method: 'POST',
     path: '/v4/admin/legacy-keys/:id/successor',
@@ -201,18 +198,15 @@ export const legacyKeyOperations = [
         replacedKeyId: z.string().nullable().describe('The successor it replaced, now revoked'),
       }),
     }),
-    handler: async ({ core, principal }: OperationContext<Core>, { id, capabilities, replace }) => {
-      requireAdmin(principal, 'Only an admin of the legacy key’s company may mint its successor');
-      return (await cutover()).mintSuccessorKey(core, id, principal, { capabilities, replace });
-    },
+    handler: async ({ core, principal }: OperationContext<Core>, { id, capabilities, replace }) =>
+      (await cutover()).mintSuccessorKey(core, id, principal, { capabilities, replace }),
   }),
   defineOperation({
     name: 'disable_legacy_key',
     cli: 'legacy-keys disable',
     title: 'Disable a legacy v2 key',
-    description:
-      "Disables a legacy v2 key (the spec's reissue step 6, once its v4 successor works): from the next request on, v2 refuses it with 401 legacy_key_disabled, and the gateway's bridge key and user are revoked. Recorded with the date, the admin and the reason; the stage becomes v2_disabled. Not reversible. Admins only (403); another company's key is 404; a disabled key answers 409 legacy_key_disabled.",
-    capability: 'mcp:company:write',
+    description: `Disables a legacy v2 key (the spec's reissue step 6, once its v4 successor works): from the next request on, v2 refuses it with 401 legacy_key_disabled, and the gateway's bridge key and user are revoked. Recorded with the date, the admin and the reason; the stage becomes v2_disabled. Until the sunset, enable_legacy_key undoes it. ${ADMINS_ONLY}; another company's key is 404; a disabled key answers 409 legacy_key_disabled.`,
+    ...MIGRATION_WRITE,
     readOnly: false,
     destructive: true,
     method: 'POST',
@@ -223,9 +217,27 @@ export const legacyKeyOperations = [
       reason: Text(200, 'Why, as the dashboard shows it (default: "disabled by <your email>")').optional(),
     }),
     output: z.object({ key: LegacyKey }),
-    handler: async ({ core, principal }: OperationContext<Core>, { id, reason }) => {
-      requireAdmin(principal, 'Only an admin of the legacy key’s company may disable it');
-      return { key: await (await cutover()).adminDisableLegacyKey(core, id, { userId: principal.userId, email: principal.email, companyIds: principal.companyIds }, reason) };
-    },
+    handler: async ({ core, principal }: OperationContext<Core>, { id, reason }) => ({
+      key: await (await cutover()).adminDisableLegacyKey(core, id, principal, reason),
+    }),
+  }),
+  defineOperation({
+    name: 'enable_legacy_key',
+    cli: 'legacy-keys enable',
+    title: 'Enable a disabled legacy v2 key again',
+    description: `Undoes the disable of a legacy v2 key, until the sunset: from the next request on, v2 accepts the key again through a new bridge key. Recorded with the date, the admin and the reason; the key's stage is derived afresh, and its quiet period counts again from now (so the automatic policy does not disable it at once). ${ADMINS_ONLY}; another company's key is 404; an active key answers 409 legacy_key_active; after the sunset, 409 sunset_passed.`,
+    ...MIGRATION_WRITE,
+    readOnly: false,
+    method: 'POST',
+    path: '/v4/admin/legacy-keys/:id/enable',
+    origin: 'extension',
+    input: z.strictObject({
+      id: Id.describe('Legacy key id (lk_…)'),
+      reason: Text(200, 'Why, as the dashboard shows it (default: "enabled again by <your email>")').optional(),
+    }),
+    output: z.object({ key: LegacyKey }),
+    handler: async ({ core, principal }: OperationContext<Core>, { id, reason }) => ({
+      key: await (await cutover()).adminEnableLegacyKey(core, id, principal, reason),
+    }),
   }),
 ];

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Capability } from '../access/capabilities.js';
-import type { Principal } from '../access/principal.js';
+import { requireHumanAdmin, type Caller, type Principal } from '../access/principal.js';
 import type { FirstUseRecorder } from '../access/first-use.js';
 import type { DomainDeps } from '../domain/deps.js';
 import { forbidden, validationError } from '../errors.js';
@@ -33,6 +33,8 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   description: string;
   /** null only for whoami. */
   capability: Capability | null;
+  /** Administration: a human admin only, never an integration's non-personal user (see requireHumanAdmin). */
+  humanAdminOnly: boolean;
   readOnly: boolean;
   /** Write hints (MCP annotations): may it destroy data; is a repeat harmless. */
   destructive: boolean;
@@ -78,7 +80,7 @@ export function onDemand<M>(load: () => Promise<M>): () => Promise<M> {
   return () => (loaded ??= load());
 }
 
-type Defaults = 'destructive' | 'idempotent' | 'openWorld' | 'origin' | 'successStatus';
+type Defaults = 'destructive' | 'idempotent' | 'openWorld' | 'origin' | 'successStatus' | 'humanAdminOnly';
 
 export function defineOperation<I extends z.ZodType, O extends z.ZodType, C extends DomainDeps = DomainDeps>(
   op: Omit<Operation<I, O, C>, Defaults> & Partial<Pick<Operation<I, O, C>, Defaults>>,
@@ -89,6 +91,7 @@ export function defineOperation<I extends z.ZodType, O extends z.ZodType, C exte
     openWorld: false,
     origin: 'spec',
     successStatus: 200,
+    humanAdminOnly: false,
     ...op,
   };
 }
@@ -100,9 +103,18 @@ export function requireCapability(capabilities: ReadonlySet<string>, capability:
   }
 }
 
-/** The one access check: capability first (so a caller cannot probe schemas), then input. */
+/** What an operation asks of its caller; the pages that serve an operation's data ask the same. */
+export type Access = Pick<Operation, 'capability' | 'humanAdminOnly'>;
+
+/** The one access check: the capability, then for administration a human admin. `what` names the action in the refusal. */
+export function requireAccess(caller: Caller, access: Access, what: string): void {
+  if (access.capability !== null) requireCapability(caller.capabilities, access.capability, what);
+  if (access.humanAdminOnly) requireHumanAdmin(caller, what);
+}
+
+/** Access first (so a caller cannot probe schemas), then input. */
 export async function invokeOperation(op: AnyOperation, ctx: RunnerContext, rawInput: unknown): Promise<unknown> {
-  if (op.capability !== null) requireCapability(ctx.principal.capabilities, op.capability, op.name);
+  requireAccess(ctx.principal, op, op.name);
   const parsed = op.input.safeParse(rawInput);
   if (!parsed.success) throw validationError(parsed.error, `input to ${op.name}`);
   const result = await op.handler(ctx, parsed.data);

@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import type { Capability } from '../access/capabilities.js';
-import { forbidden } from '../errors.js';
+import type { Caller } from '../access/principal.js';
 import type { Core } from '../core.js';
 import type { ShadowReport } from '../gateway/shadow-check.js';
 import { Timestamp } from './common.js';
-import { defineOperation, onDemand, requireCapability, type OperationContext } from './operation.js';
+import { MIGRATION_READ } from './legacy-keys.js';
+import { defineOperation, onDemand, requireAccess, type OperationContext } from './operation.js';
 
 /*
  * The shadow check's findings (src/gateway/shadow-check.ts), for `svc gateway shadow-report` and
- * automation. Admins only, with mcp:company:read: it describes the companies' integrations.
+ * automation. Read like the legacy keys (MIGRATION_READ): it describes the companies' integrations.
  */
 
 const shadowChecks = onDemand(() => import('../gateway/shadow-check.js'));
@@ -55,19 +55,12 @@ export const ShadowReportSchema = z.object({
   ),
 });
 
-/** The legacy keys' shadow check describes a company's integrations, as the legacy-key operations do. */
-const SHADOW_REPORT_CAPABILITY = 'mcp:company:read' satisfies Capability;
-
 /**
- * The report for one caller: admins whose credential reads company data, their companies' legacy keys
- * only. Shared with the separate gateway, where the check runs and the caller comes from GET /v4/me.
+ * The report for one caller: human admins whose credential reads company data, their companies' legacy
+ * keys only. Shared with the separate gateway, where the check runs and the caller comes from GET /v4/me.
  */
-export async function shadowReportFor(
-  core: Core,
-  caller: { role: string; companyIds: readonly string[]; capabilities: ReadonlySet<string> },
-): Promise<ShadowReport> {
-  requireCapability(caller.capabilities, SHADOW_REPORT_CAPABILITY, 'get_shadow_report');
-  if (caller.role !== 'admin') throw forbidden('admin_only', 'Only an admin may read the shadow check of their companies’ legacy keys');
+export async function shadowReportFor(core: Core, caller: Caller): Promise<ShadowReport> {
+  requireAccess(caller, MIGRATION_READ, 'get_shadow_report');
   return (await shadowChecks()).shadowCheckOf(core).report(caller.companyIds);
 }
 
@@ -77,8 +70,8 @@ export const shadowReportOperations = [
     cli: 'gateway shadow-report',
     title: 'Read the shadow check of the v2 translation',
     description:
-      'Reads what the gateway’s shadow check found for the legacy v2 keys of the companies the caller administers (admins only, else 403): per v2 route, how many sampled GETs were compared with the legacy v2 API, how many were equal or different, and how often the legacy API was slow, failing or the sample dropped; the field paths that differed; and the last differing answers, with values shortened and secret-like fields masked. Counts are this instance’s since `since`; enabled is false unless LEGACY_V2_UPSTREAM and SHADOW_SAMPLE_RATE are set.',
-    capability: SHADOW_REPORT_CAPABILITY,
+      'Reads what the gateway’s shadow check found for the legacy v2 keys of the companies the caller administers (human admins only, else 403; an integration’s non-personal user too): per v2 route, how many sampled GETs were compared with the legacy v2 API, how many were equal or different, and how often the legacy API was slow, failing or the sample dropped; the field paths that differed; and the last differing answers, with values shortened and secret-like fields masked. Counts are this instance’s since `since`; enabled is false unless LEGACY_V2_UPSTREAM and SHADOW_SAMPLE_RATE are set.',
+    ...MIGRATION_READ,
     readOnly: true,
     method: 'GET',
     path: '/v4/admin/shadow-report',

@@ -69,4 +69,16 @@ ${describeLegacyKey(key)}
       output(flags, key, `Disabled ${id}${key.bridgeKeyId ? `; bridge key ${key.bridgeKeyId} revoked` : ''}`);
     });
   });
+  storeOptions(
+    legacyKeys
+      .command('enable')
+      .description('undo the disable of a legacy key until the sunset, with a new bridge key (takes effect on the next request)')
+      .argument('<id>'),
+  ).action(async (id: string, flags: StoreFlags) => {
+    const { enableLegacyKey } = await import('../gateway/legacy-keys.js');
+    await withCore(flags, async (core) => {
+      const key = await enableLegacyKey(core, id);
+      output(flags, key, `Enabled ${id} again${key.bridgeKeyId ? `; new bridge key ${key.bridgeKeyId}` : ''}`);
+    });
+  });
 }

@@ -7,7 +7,8 @@ import { html, type Html } from './html.js';
 /*
  * The migration dashboard's cutover section: each legacy key's stage on the way to its successor v4
  * key with the dates, and the admin's forms for the next step (mint the successor, replace it,
- * disable the quiet key); then the keys the automatic policy disabled, with date and reason.
+ * disable the quiet key, undo a disable until the sunset); then the keys the automatic policy
+ * disabled, with date and reason.
  */
 
 type ReportKey = MigrationReport['keys'][number];
@@ -25,7 +26,7 @@ export const planPath = (keyId: string) => `/app/migration/keys/${encodeURICompo
 
 const day = (iso: string) => iso.slice(0, 10);
 const minute = (iso: string) => iso.slice(0, 16).replace('T', ' ');
-const DISABLED_BY_LABELS = { operator: 'the operator', admin: 'an admin', policy: 'the automatic policy' } as const;
+const BY_LABELS = { operator: 'the operator', admin: 'an admin', policy: 'the automatic policy' } as const;
 
 function mintForm(key: ReportKey, csrfToken: string): Html {
   const { suggested, allowed } = key.successorCapabilities;
@@ -40,17 +41,23 @@ function mintForm(key: ReportKey, csrfToken: string): Html {
 <p><button type="submit">${replacing ? 'Replace successor key' : 'Mint successor key'}</button></p></details></form>`;
 }
 
-function disableForm(key: ReportKey, csrfToken: string): Html {
-  return html`<form method="post" action="/app/migration/keys/${key.id}/disable"><input type="hidden" name="_csrf" value="${csrfToken}">
-<button type="submit" aria-label="Disable ${key.name}">Disable legacy key</button></form>`;
+/** A button posting the CSRF token to one of the key's actions. */
+function actionForm(key: ReportKey, action: 'disable' | 'enable', label: string, csrfToken: string): Html {
+  return html`<form method="post" action="/app/migration/keys/${key.id}/${action}"><input type="hidden" name="_csrf" value="${csrfToken}">
+<button type="submit" aria-label="${label}: ${key.name}">${label}</button></form>`;
 }
 
-function nextStepCell(key: ReportKey, csrfToken: string): Html {
-  const { stage, successor, disabled, nextStep } = key.cutover;
-  if (disabled) return html`Disabled ${minute(disabled.at)} UTC by ${DISABLED_BY_LABELS[disabled.by]}${disabled.reason ? html`: ${disabled.reason}` : ''}`;
+/** `beforeSunset`: a disable can still be undone. */
+function nextStepCell(key: ReportKey, csrfToken: string, beforeSunset: boolean): Html {
+  const { stage, successor, disabled, enabled, nextStep } = key.cutover;
+  if (disabled) {
+    return html`Disabled ${minute(disabled.at)} UTC by ${BY_LABELS[disabled.by]}${disabled.reason ? html`: ${disabled.reason}` : ''}
+${beforeSunset ? actionForm(key, 'enable', 'Enable legacy key again', csrfToken) : ''}`;
+  }
   const canMint = key.successorCapabilities.allowed.length > 0;
   return html`${nextStep}${successor?.active ? html`<br>Successor <code>${successor.maskedKey}</code>: ${successor.capabilities.map((c) => html`<code>${c}</code> `)}` : ''}
-${stage === 'v2_quiet' ? disableForm(key, csrfToken) : ''}${canMint ? mintForm(key, csrfToken) : ''}`;
+${enabled ? html`<br>Enabled again ${minute(enabled.at)} UTC by ${BY_LABELS[enabled.by]}${enabled.reason ? html`: ${enabled.reason}` : ''}` : ''}
+${stage === 'v2_quiet' ? actionForm(key, 'disable', 'Disable legacy key', csrfToken) : ''}${canMint ? mintForm(key, csrfToken) : ''}`;
 }
 
 function stageDates(key: ReportKey): string {
@@ -62,6 +69,7 @@ function stageDates(key: ReportKey): string {
 
 export function cutoverSection(report: MigrationReport, csrfToken: string): Html {
   const { quietDays, autoDisable, keysByStage } = report.cutover;
+  const beforeSunset = report.generatedAt < report.sunset.at;
   const byPolicy = report.keys.filter((key) => key.cutover.disabled?.by === 'policy');
   const companyName = new Map(report.companies.map((company) => [company.id, company.name]));
   return html`<section aria-labelledby="cutover-heading"><h2 id="cutover-heading">Cutover per key</h2>
@@ -70,7 +78,7 @@ export function cutoverSection(report: MigrationReport, csrfToken: string): Html
 <table id="cutover"><thead><tr><th scope="col">Key</th><th scope="col">Stage</th><th scope="col">Dates (UTC)</th><th scope="col">Next step</th></tr></thead>
 <tbody>${report.keys.map(
     (key) => html`<tr><td>${key.name}<br><code>${key.id}</code><br><a href="${planPath(key.id)}">Migration plan</a></td><td data-stage="${key.cutover.stage}">${STAGE_LABELS[key.cutover.stage]}</td>
-<td>${stageDates(key)}</td><td>${nextStepCell(key, csrfToken)}</td></tr>`,
+<td>${stageDates(key)}</td><td>${nextStepCell(key, csrfToken, beforeSunset)}</td></tr>`,
   )}</tbody></table>
 <h3>Disabled automatically</h3>
 <p>${autoDisable

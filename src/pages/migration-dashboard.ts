@@ -1,12 +1,14 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CapabilitySchema, ROLE_CEILING } from '../access/capabilities.js';
-import { loadUserByEmail, type UserRow } from '../access/principal.js';
+import { CapabilitySchema } from '../access/capabilities.js';
+import { signedInCaller, type Caller, type UserRow } from '../access/principal.js';
 import type { Core } from '../core.js';
-import { badRequest, forbidden, unauthorized, validationError } from '../errors.js';
-import { adminDisableLegacyKey, mintSuccessorKey } from '../gateway/cutover.js';
+import { badRequest, unauthorized, validationError } from '../errors.js';
+import { adminDisableLegacyKey, adminEnableLegacyKey, mintSuccessorKey } from '../gateway/cutover.js';
 import { buildMigrationReport, type MigrationReport } from '../gateway/migration-report.js';
 import { errorBody, toAppError } from '../http/errors.js';
+import { MIGRATION_READ, MIGRATION_WRITE } from '../operations/legacy-keys.js';
+import { requireAccess } from '../operations/operation.js';
 import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { html, type Html } from './html.js';
@@ -18,6 +20,7 @@ import { cutoverSection, mintedSuccessorNotice } from './cutover-section.js';
  * charts (no script: the pages' CSP allows none), what is still called, what cannot move yet,
  * which keys can go, each key's cutover to its successor v4 key (with the admin's forms), and the
  * days to the sunset. /app/migration.json serves the same report, to the session or an admin API key.
+ * Both read and change what the /v4/admin/legacy-keys operations do, under the same access rules.
  */
 
 const REPORT_DAYS = 30;
@@ -34,17 +37,11 @@ const styleOf = (i: number) => SERIES_STYLES[i % SERIES_STYLES.length]!;
 
 const number = (n: number) => n.toLocaleString('en-US');
 
-/** Admins only, over their own companies. */
-async function reportFor(core: Core, user: UserRow): Promise<MigrationReport & { shadow: ShadowReport }> {
-  if (user.role !== 'admin') throw forbidden('admin_only', 'The migration dashboard is for admins; ask an admin of your company');
-  const report = await buildMigrationReport(core, { companyIds: user.company_ids, days: REPORT_DAYS });
-  return { ...report, shadow: shadowCheckOf(core).report(user.company_ids) };
-}
-
-/** The user an API key acts as: automation reads the report as that user, admins only like the page. */
-async function apiKeyUser(core: Core, request: FastifyRequest): Promise<UserRow | undefined> {
-  const principal = await core.auth.authenticate(request.headers);
-  return loadUserByEmail(core.db, principal.email);
+/** As list_legacy_keys: human admins whose credential reads company data, over their own companies. */
+async function reportFor(core: Core, caller: Caller): Promise<MigrationReport & { shadow: ShadowReport }> {
+  requireAccess(caller, MIGRATION_READ, 'The migration dashboard');
+  const report = await buildMigrationReport(core, { companyIds: caller.companyIds, days: REPORT_DAYS });
+  return { ...report, shadow: shadowCheckOf(core).report(caller.companyIds) };
 }
 
 /** 1, 2 or 5 times a power of ten: round axis steps. */
@@ -167,41 +164,48 @@ export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContex
   app.get('/app/migration', async (request, reply) => {
     const user = await requireUser(ctx, request, reply);
     if (!user) return reply;
-    const report = await reportFor(core, user);
+    const report = await reportFor(core, signedInCaller(user));
     const csrfToken = sessions.csrfToken(request, reply);
     return sendPage(reply, 'v2 migration', dashboardBody(report, csrfToken), user, csrfToken);
   });
 
-  /** The signed-in admin of a cutover form, its CSRF token checked. */
-  const formAdmin = async (request: FastifyRequest): Promise<UserRow> => {
+  /** The signed-in admin of a cutover form, its CSRF token checked; the forms change what the admin operations do. */
+  const formAdmin = async (request: FastifyRequest): Promise<{ user: UserRow; caller: Caller }> => {
     const user = await sessions.currentUser(request);
     if (!user) throw unauthorized('not_signed_in', 'Sign in at /app/sign-in first');
     sessions.checkCsrf(request);
-    if (user.role !== 'admin') throw forbidden('admin_only', 'Only an admin of the legacy key’s company may change its cutover');
-    return user;
+    const caller = signedInCaller(user);
+    requireAccess(caller, MIGRATION_WRITE, 'Changing a legacy key’s cutover');
+    return { user, caller };
   };
 
   // The new key is shown once, above the dashboard; reloading the page never shows it again.
   app.post('/app/migration/keys/:id/successor', async (request, reply) => {
-    const user = await formAdmin(request);
+    const { user, caller } = await formAdmin(request);
     const { id } = request.params as { id: string };
     const form = request.body as Record<string, unknown>;
     const requested = z.array(CapabilitySchema).safeParse(formList(form.capabilities));
     if (!requested.success) throw validationError(requested.error, 'capabilities');
     if (requested.data.length === 0) throw badRequest('no_capabilities', 'Tick at least one capability for the successor key');
-    const grantor = { companyIds: user.company_ids, capabilities: new Set(ROLE_CEILING[user.role]) };
-    const minted = await mintSuccessorKey(core, id, grantor, { capabilities: requested.data, replace: form.replace === 'true' });
+    const minted = await mintSuccessorKey(core, id, caller, { capabilities: requested.data, replace: form.replace === 'true' });
     const csrfToken = sessions.csrfToken(request, reply);
-    const body = html`${mintedSuccessorNotice(minted)}${dashboardBody(await reportFor(core, user), csrfToken)}`;
+    const body = html`${mintedSuccessorNotice(minted)}${dashboardBody(await reportFor(core, caller), csrfToken)}`;
     return sendPage(reply, 'v2 migration', body, user, csrfToken, 201);
   });
 
-  app.post('/app/migration/keys/:id/disable', async (request, reply) => {
-    const user = await formAdmin(request);
-    const { id } = request.params as { id: string };
-    await adminDisableLegacyKey(core, id, { userId: user.id, email: user.email, companyIds: user.company_ids }, `disabled by ${user.email} on the dashboard`);
-    return reply.redirect('/app/migration', 303);
-  });
+  // The disable and its undo, recorded as this admin's from the dashboard.
+  const changes = [
+    ['disable', adminDisableLegacyKey, 'disabled'],
+    ['enable', adminEnableLegacyKey, 'enabled again'],
+  ] as const;
+  for (const [action, change, done] of changes) {
+    app.post(`/app/migration/keys/:id/${action}`, async (request, reply) => {
+      const { user } = await formAdmin(request);
+      const { id } = request.params as { id: string };
+      await change(core, id, { userId: user.id, email: user.email, companyIds: user.company_ids }, `${done} by ${user.email} on the dashboard`);
+      return reply.redirect('/app/migration', 303);
+    });
+  }
 
   app.get(
     '/app/migration.json',
@@ -214,9 +218,10 @@ export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContex
       },
     },
     async (request) => {
-      const user = request.headers['x-api-key'] === undefined ? await sessions.currentUser(request) : await apiKeyUser(core, request);
+      if (request.headers['x-api-key'] !== undefined) return reportFor(core, await core.auth.authenticate(request.headers));
+      const user = await sessions.currentUser(request);
       if (!user) throw unauthorized('not_signed_in', 'Sign in at /app/sign-in first, or send an admin API key in X-API-KEY');
-      return reportFor(core, user);
+      return reportFor(core, signedInCaller(user));
     },
   );
 }

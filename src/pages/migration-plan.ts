@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { CAPABILITY_LABELS, type Capability } from '../access/capabilities.js';
-import { forbidden } from '../errors.js';
+import { signedInCaller } from '../access/principal.js';
 import { buildMigrationPlan, type MigrationPlan, type PlanEndpoint } from '../gateway/migration-plan.js';
+import { MIGRATION_READ } from '../operations/legacy-keys.js';
+import { requireAccess } from '../operations/operation.js';
 import { requireUser, sendPage, type PageContext } from './account-pages.js';
 import { STAGE_LABELS } from './cutover-section.js';
 import { html, type Html } from './html.js';
@@ -67,7 +69,7 @@ export function registerMigrationPlanPage(app: FastifyInstance, ctx: PageContext
   app.get('/app/migration/keys/:id/plan', async (request, reply) => {
     const user = await requireUser(ctx, request, reply);
     if (!user) return reply;
-    if (user.role !== 'admin') throw forbidden('admin_only', 'A migration plan is for admins; ask an admin of your company');
+    requireAccess(signedInCaller(user), MIGRATION_READ, 'A migration plan');
     const { id } = request.params as { id: string };
     const plan = await buildMigrationPlan(ctx.core, user.company_ids, id);
     return sendPage(reply, `Migration plan: ${plan.key.name}`, planBody(plan), user, ctx.sessions.csrfToken(request, reply));

@@ -508,6 +508,18 @@ DROP INDEX orders_employee_idx;
 CREATE INDEX orders_employee_idx ON orders (employee_id, id) INCLUDE (company_id, created_at);
 `,
   },
+  {
+    // Until the sunset a disable can be undone (an operator's CLI or an admin), recorded like the
+    // disable: when, by whom and why. The last undo is kept; the quiet period counts again from it.
+    id: '0017_legacy_key_enable',
+    up: `
+ALTER TABLE legacy_keys ADD COLUMN enabled_at timestamptz;
+ALTER TABLE legacy_keys ADD COLUMN enabled_by text CHECK (enabled_by IN ('operator', 'admin'));
+ALTER TABLE legacy_keys ADD COLUMN enabled_by_user_id text REFERENCES users (id);
+ALTER TABLE legacy_keys ADD COLUMN enable_reason text;
+ALTER TABLE legacy_keys ADD CONSTRAINT legacy_keys_enabled_by CHECK ((enabled_at IS NULL) = (enabled_by IS NULL));
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

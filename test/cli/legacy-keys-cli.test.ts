@@ -8,11 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
 import { resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { loadMappingsToServe } from '../../src/gateway/mappings.js';
 
 const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 
 // The operator's commands open the store themselves; PGlite is enough to exercise them.
-describe('svc-server legacy-keys create|import|list|disable [pglite]', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, () => {
+describe('svc-server legacy-keys create|import|list|disable|enable [pglite]', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, () => {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
 
@@ -44,7 +45,7 @@ describe('svc-server legacy-keys create|import|list|disable [pglite]', { timeout
 
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('creates, lists and disables a key, showing the raw key only once', async () => {
+  it('creates, lists, disables and enables again a key, showing the raw key only once', async () => {
     const created = json('legacy-keys', 'create', '--company', 'co_acme', '--name', 'Payroll', '--scopes', 'api.teams.getAll, api.team.get');
     expect(created).toMatchObject({ companyId: 'co_acme', name: 'Payroll', scopes: ['api.teams.getAll', 'api.team.get'], capabilities: ['mcp:teams:read'] });
     expect(created.legacyKey).toMatch(/^lk_live_/);
@@ -68,6 +69,17 @@ describe('svc-server legacy-keys create|import|list|disable [pglite]', { timeout
     const again = run('legacy-keys', 'disable', created.id);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('legacy_key_disabled');
+
+    // The undo, until the sunset of the package's maps; the operator's CLI runs on the real clock.
+    if (Date.now() < loadMappingsToServe().sunset.sunset.getTime()) {
+      const enabled = json('legacy-keys', 'enable', created.id);
+      expect(enabled).toMatchObject({ id: created.id, disabledAt: null, cutover: { disabled: null, enabled: { by: 'operator', reason: null } } });
+      expect(enabled.bridgeKeyId).not.toBe(disabled.bridgeKeyId);
+      expect(await resolve(created.legacyKey)).toMatchObject({ status: 'active', legacyKeyId: created.id });
+      expect(run('legacy-keys', 'enable', created.id).stderr).toContain('legacy_key_active');
+    } else {
+      expect(run('legacy-keys', 'enable', created.id).stderr).toContain('sunset_passed');
+    }
   });
 
   it('imports a YAML or JSON list in one transaction and refuses duplicates clearly', async () => {

@@ -9,7 +9,8 @@ import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { loadConfig } from '../../src/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
-import { resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { mintSuccessorKey } from '../../src/gateway/cutover.js';
+import { createLegacyKey, resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { backends, client, TEST_SECRET_KEY, freePort, adminQuery } from '../helpers/harness.js';
 import { LegacyV2Server } from '../helpers/legacy-v2.js';
 
@@ -240,6 +241,11 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
       const refused = await report(demo.apiKeys.manager!);
       expect(refused.status).toBe(403);
       expect(refused.body.error.code).toBe('admin_only');
+      // An integration's successor key holds mcp:company:read as an admin of its company, yet never reads the migration.
+      const integration = await createLegacyKey(shadowCore, shadowCore.mappings, { companyId: key.companyId, name: 'Shadow reader', scopes: ['api.company.addresses.get'] });
+      const successor = await mintSuccessorKey(shadowCore, integration.id, { companyIds: [key.companyId], capabilities: new Set(['mcp:company:read']) }, { capabilities: ['mcp:company:read'] });
+      const integrationAsks = await report(successor.successor.apiKey);
+      expect([integrationAsks.status, integrationAsks.body.error.code]).toEqual([403, 'non_personal_user']);
       const unknown = await report('sk_live_not_a_key');
       expect(unknown.status).toBe(401);
       expect(unknown.body.ok).toBe(false);

@@ -11,6 +11,7 @@ const facts = (overrides: Partial<CutoverFacts> = {}): CutoverFacts => ({
   hasV4Successor: true,
   successor: null,
   disabled: null,
+  enabled: null,
   ...overrides,
 });
 const successor = (overrides: Partial<NonNullable<CutoverFacts['successor']>> = {}) => ({
@@ -48,6 +49,12 @@ describe('cutover stage', () => {
     // Disabled before the key was ever quiet, or without any successor.
     expect(dates(facts({ successor: successor(), disabled: { at: day(12), by: 'operator', reason: null } }))).toEqual([day(0), day(6), day(8), null, day(12)]);
     expect(cutoverOf(facts({ disabled: { at: day(9), by: 'policy', reason: 'r' } }), NOW, 14, true)).toMatchObject({ stage: 'v2_disabled', nextStep: null });
+  });
+
+  it('counts quiet again from the undo of a disable, whichever is later of it and the last v2 call', () => {
+    const undone = cutoverOf(facts({ successor: successor(), enabled: { at: day(25), by: 'admin', reason: 'r' } }), NOW, 14, true);
+    expect(undone).toMatchObject({ stage: 'successor_working', quietSince: day(25), quietFrom: day(39), enabled: { at: day(25), by: 'admin' } });
+    expect(cutoverOf(facts({ lastUsedAt: day(28), enabled: { at: day(25), by: 'operator', reason: null } }), NOW, 14, false).quietSince).toBe(day(28));
   });
 
   it('says what comes next, the policy included', () => {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CAPABILITIES } from '../../src/access/capabilities.js';
 import { createCompany, createUser, mintKeyForUser, revokeKey, setUserDisabled } from '../../src/domain/admin.js';
 import { setUserPassword } from '../../src/access/passwords.js';
+import { mintSuccessorKey } from '../../src/gateway/cutover.js';
 import { createLegacyKey, disableLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { OPERATIONS } from '../../src/operations/index.js';
 import type { AnyOperation } from '../../src/operations/operation.js';
@@ -66,6 +67,8 @@ function outcomeOfCode(code: string | undefined, status?: number): Outcome | str
     case 'admin_only':
     case 'logistics_only':
       return 'role_forbidden';
+    case 'non_personal_user':
+      return 'non_personal_forbidden';
     case 'company_not_accessible':
       return 'company_forbidden';
     case 'team_not_in_scope':
@@ -218,12 +221,16 @@ describe.each(backends())('access matrix (%s)', (backend) => {
     const register = async (companyId: string, name: string, scopes: string[]) => createLegacyKey(t.core, t.core.mappings, { companyId, name, scopes });
     const acmeLegacy = await register(demo.companies.acme, 'matrix acme', scopeNames);
     legacy.set('legacy_key', acmeLegacy.rawKey!);
+    // Its successor, minted by the demo admin with everything the key's scopes reach.
+    const successor = await mintSuccessorKey(t.core, acmeLegacy.id, { companyIds: [demo.companies.acme], capabilities: new Set(CAPABILITIES) }, { capabilities: [...CAPABILITIES] });
+    keys.set('successor_key', successor.successor.apiKey);
     legacy.set('only_teams', (await register(demo.companies.acme, 'matrix teams only', ['api.teams.getAll'])).rawKey!);
     legacy.set('only_company_get', (await register(demo.companies.acme, 'matrix company only', ['api.company.get'])).rawKey!);
     legacy.set('legacy_key_foreign', (await register(demo.companies.globex, 'matrix globex', scopeNames)).rawKey!);
     const toDisable = await register(demo.companies.acme, 'matrix disabled', scopeNames);
     legacy.set('legacy_key_disabled', toDisable.rawKey!);
 
+    const freshLegacyKey = async () => (await register(demo.companies.acme, unique('matrix cutover'), ['api.employees.getAll', 'api.company.addresses.create'])).id;
     const ids: WorldIds = {
       acme: demo.companies.acme,
       dana: demo.employees.dana,
@@ -245,7 +252,8 @@ describe.each(backends())('access matrix (%s)', (backend) => {
       unique,
       freshAssignedDevice,
       freshOrder,
-      freshLegacyKey: async () => (await register(demo.companies.acme, unique('matrix cutover'), ['api.employees.getAll', 'api.company.addresses.create'])).id,
+      freshLegacyKey,
+      freshDisabledLegacyKey: async () => (await disableLegacyKey(t.core, await freshLegacyKey())).id,
       freshStockDevice: async () =>
         (await must<{ products: Array<{ id: string }> }>(admin.post('/v4/products', { companyId: ids.acme, products: [{ ...newDevice(), country: 'DE' }] }))).products[0]!.id,
     };

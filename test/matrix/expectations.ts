@@ -22,6 +22,8 @@ export const CREDENTIALS = [
   'employee_key',
   /** The admin of a third company, every capability; targets Acme's records. */
   'foreign_admin_key',
+  /** The successor v4 key of Acme's legacy key: its non-personal user (an admin of Acme), every capability. */
+  'successor_key',
   /** A legacy v2 key of Acme holding every v2 scope. */
   'legacy_key',
   /** The Acme v2 key lacking the route's scope (v2 only). */
@@ -51,6 +53,8 @@ export type Outcome =
   | 'missing_capability'
   | 'insufficient_scope'
   | 'role_forbidden'
+  /** Administration refused to an integration's non-personal user. */
+  | 'non_personal_forbidden'
   | 'company_forbidden'
   | 'scope_forbidden'
   | 'not_found'
@@ -77,8 +81,19 @@ export interface Target {
   resource: Resource;
 }
 
+/** Administration of the migration: human admins only, never an integration's non-personal user, whatever its key holds. */
+export const HUMAN_ADMIN_OPERATIONS: ReadonlySet<string> = new Set([
+  'list_legacy_keys',
+  'get_legacy_key',
+  'get_legacy_key_plan',
+  'mint_legacy_key_successor',
+  'disable_legacy_key',
+  'enable_legacy_key',
+  'get_shadow_report',
+]);
+
 /** Operations restricted to a role by their own rule (their descriptions): admins only. */
-export const ADMIN_ONLY_OPERATIONS: ReadonlySet<string> = new Set(['record_order_event', 'list_legacy_keys', 'get_legacy_key', 'get_legacy_key_plan', 'mint_legacy_key_successor', 'disable_legacy_key', 'get_shadow_report']);
+export const ADMIN_ONLY_OPERATIONS: ReadonlySet<string> = new Set(['record_order_event', ...HUMAN_ADMIN_OPERATIONS]);
 
 interface PrincipalModel {
   role: Role;
@@ -87,6 +102,8 @@ interface PrincipalModel {
   kind: 'api_key' | 'oauth';
   /** The credential's input is the owner's (in reach) or the out-of-scope target. */
   reach: 'owner' | 'manager' | 'employee' | 'foreign';
+  /** A dedicated integration user, not a person. */
+  nonPersonal?: boolean;
 }
 
 const allBut = (capability: Capability | null) => CAPABILITIES.filter((c) => c !== capability);
@@ -105,6 +122,9 @@ function principalOf(credential: Credential, op: AnyOperation): PrincipalModel |
       return { role: 'employee', granted: ROLE_CEILING.employee, kind: 'api_key', reach: 'employee' };
     case 'foreign_admin_key':
       return { role: 'admin', granted: CAPABILITIES, kind: 'api_key', reach: 'foreign' };
+    case 'successor_key':
+      // An admin of Acme, so it reaches Acme's records like the v2 key it replaces.
+      return { role: 'admin', granted: CAPABILITIES, kind: 'api_key', reach: 'owner', nonPersonal: true };
     case 'oauth_scoped':
       return admin(OAUTH_SCOPES, 'oauth');
     case 'oauth_unscoped':
@@ -185,6 +205,7 @@ export function expected(op: AnyOperation, surface: Exclude<Surface, 'v2'>, cred
     return principal.kind === 'oauth' && isOAuthScope(op.capability) ? 'insufficient_scope' : 'missing_capability';
   }
   if (ADMIN_ONLY_OPERATIONS.has(op.name) && principal.role !== 'admin') return 'role_forbidden';
+  if (HUMAN_ADMIN_OPERATIONS.has(op.name) && principal.nonPersonal) return 'non_personal_forbidden';
   return beyondReach(target, principal.reach);
 }
 

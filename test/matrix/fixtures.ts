@@ -39,6 +39,8 @@ export interface World {
   freshOrder(employeeId: string): Promise<{ orderId: string; deviceId: string }>;
   /** A new legacy v2 key of Acme holding api.employees.getAll (its successor may read employees). */
   freshLegacyKey(): Promise<string>;
+  /** As freshLegacyKey, disabled. */
+  freshDisabledLegacyKey(): Promise<string>;
 }
 
 type Input = Record<string, unknown>;
@@ -155,6 +157,7 @@ export const FIXTURES: Record<string, Fixture> = {
   // The successor gets what minting needs anyway (mcp:company:write), so the capable key can hand it on.
   mint_legacy_key_successor: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey(), capabilities: ['mcp:company:write'] }) },
   disable_legacy_key: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey() }) },
+  enable_legacy_key: { target: company('id'), owner: async (w) => ({ id: await w.freshDisabledLegacyKey() }) },
   // Filtered to the caller's companies: another company's admin reads an empty report.
   get_shadow_report: { target: company('list'), owner: () => ({}) },
 };

@@ -64,6 +64,7 @@ export function validExamples(demo: DemoData, catalogItemId: string): Record<str
     get_legacy_key_plan: { id: 'lk_missing' },
     mint_legacy_key_successor: { id: 'lk_missing', capabilities: ['mcp:employees:read'], replace: false },
     disable_legacy_key: { id: 'lk_missing', reason: 'fuzzed' },
+    enable_legacy_key: { id: 'lk_missing', reason: 'fuzzed' },
     get_shadow_report: {},
   };
 }
