@@ -5,6 +5,7 @@ import type { AppError } from '../errors.js';
 import { DOMAIN_OPERATIONS } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { icon, toolIconName } from './icons.js';
+import { portableInputSchema } from './input-schema.js';
 
 /** The spec's operations are the tools; extensions stay REST/CLI only. */
 export const TOOL_OPERATIONS: readonly AnyOperation[] = DOMAIN_OPERATIONS.filter((op) => op.origin === 'spec');
@@ -23,6 +24,9 @@ function objectSchema(schema: z.ZodType, io: 'input' | 'output'): ObjectSchema {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' });
   return { type: 'object', ...rest } as ObjectSchema;
 }
+
+/** What a client hands the model: a plain object at the top, as every provider's tool format requires. */
+const inputSchema = (schema: z.ZodType) => portableInputSchema(objectSchema(schema, 'input')) as ObjectSchema;
 
 /** Every hint explicit: a client's defaults (destructive, open world) would misdescribe most tools. */
 function annotations(op: AnyOperation): NonNullable<Tool['annotations']> {
@@ -43,7 +47,7 @@ const BASE_TOOLS: ReadonlyMap<string, Tool> = new Map(
       name: op.name,
       title: op.title,
       description: op.description,
-      inputSchema: objectSchema(op.input, 'input'),
+      inputSchema: inputSchema(op.input),
       outputSchema: objectSchema(op.output, 'input'),
       annotations: annotations(op),
     },

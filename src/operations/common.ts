@@ -12,7 +12,9 @@ export const Text = (max: number, what: string) =>
     .trim()
     .min(1)
     .max(max)
-    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
+    // U+0000–U+001F and U+007F–U+009F (Unicode's Cc) spelled so that Python's re and Go's regexp compile it too.
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    .regex(/^[^\x00-\x1F\x7F-\x9F]*$/, 'must not contain control characters')
     .describe(what);
 
 /** Optional text: as Text (up to 200 characters), and null or "" clears it (stored as NULL). */
@@ -23,15 +25,18 @@ export const OptionalText = (what: string) =>
     .optional()
     .describe(`${what}; null or "" clears it`);
 
-const PHONE_PATTERN = /^(?=(?:\D*\d){5})[\d +()-]{5,30}$/;
+const PHONE_RULE = 'must be 5 to 30 characters of digits, spaces, +, - or parentheses, with at least 5 digits';
+// The digit count is a check of its own: a lookahead in the pattern would not compile in Go's regexp.
 export const Phone = z
   .string()
   .trim()
-  .regex(PHONE_PATTERN, 'must be 5 to 30 characters of digits, spaces, +, - or parentheses, with at least 5 digits')
+  .regex(/^[0-9 +()-]{5,30}$/, { message: PHONE_RULE, abort: true })
+  .refine((phone) => (phone.match(/[0-9]/g)?.length ?? 0) >= 5, { message: PHONE_RULE, params: { rule: 'invalid_format' } })
   .describe('Phone number, such as +49 30 5550 100');
 
 /** PostgreSQL text cannot hold U+0000: free-form strings refuse it here rather than fail in the database. */
-export const withoutNul = (schema: z.ZodString) => schema.regex(/^[^\0]*$/, 'must not contain the NUL character (U+0000)');
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+export const withoutNul = (schema: z.ZodString) => schema.regex(/^[^\x00]*$/, 'must not contain the NUL character (U+0000)');
 
 /** Free text a list matches against (`query`); LIKE wildcards in it match literally. */
 export const SearchQuery = withoutNul(z.string().max(200));
