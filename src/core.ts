@@ -122,7 +122,8 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
     const idTokens =
       config.oidcIssuer && config.oidcAudience ? createIdTokenVerifier(config.oidcIssuer, config.oidcAudience) : undefined;
     const mailer = createMailer(db, config, logger);
-    const metrics = createMetrics(mappings.sunset.sunset);
+    const now = options.now ?? (() => new Date());
+    const metrics = createMetrics(mappings.sunset, now);
     if (logOutput) metrics.registry.registerMetric(logOutput.droppedLines);
     const feed = changes;
     const legacyUsage = new UsageRecorder(
@@ -130,7 +131,6 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
       (error) => logger.warn({ err: error }, 'legacy key usage not written; kept for the next flush'),
       config.legacyUsageFlushMs,
     );
-    const now = options.now ?? (() => new Date());
     const keyFirstUse = new FirstUseRecorder(db, now, (error) => logger.warn({ err: error }, 'first use of an API key not written; retried on its next call'));
     const oauth = createOAuthServer({ config, db, secretKey, now, fetchClientMetadata: options.fetchClientMetadata });
     const shared = await openSharedState(config, logger, metrics.registry, () => now().getTime());

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
 import { SeriesHistogram } from './metric-series.js';
 import { createGatewayMetrics, type GatewayMetrics } from './gateway/metrics.js';
+import type { SunsetSchedule } from './gateway/sunset-status.js';
 
 /*
  * The process's Prometheus registry, served at /metrics: Node's own metrics, the HTTP layer's, and
@@ -23,7 +24,7 @@ export interface Metrics {
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** One registry per core, so several cores in one process (tests) never share counters. */
-export function createMetrics(sunsetAt: Date): Metrics {
+export function createMetrics(schedule: SunsetSchedule, now: () => Date): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -47,5 +48,5 @@ export function createMetrics(sunsetAt: Date): Metrics {
       rateLimited.inc({ limit });
     },
   };
-  return { registry, gateway: createGatewayMetrics(registry, sunsetAt), http };
+  return { registry, gateway: createGatewayMetrics(registry, schedule, now), http };
 }

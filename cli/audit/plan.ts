@@ -3,6 +3,9 @@ import type { MigrationPlan } from '../../src/gateway/migration-plan.js';
 import { EXIT, usageError, type ExitCode } from '../exit-codes.js';
 import { renderTable, style, terminalWidth, useColour } from '../output.js';
 import type { GlobalOptions } from '../session.js';
+import { brownoutNotice } from '../../src/gateway/sunset-status.js';
+
+const optional = (line: string | undefined) => (line === undefined ? [] : [line]);
 
 /*
  * `svc migrate plan --key <id>`: one integration's migration plan, computed by the server from what
@@ -27,6 +30,8 @@ function summaryLines(plan: MigrationPlan): string[] {
     `Stage: ${cutover.stage} (${stageDates(plan)})${cutover.nextStep ? `. Next: ${cutover.nextStep}` : ''}.`,
     `Successor key capabilities: ${capabilities.minimal.join(', ') || 'none'}${capabilities.forLookups.length > 0 ? ` (and ${capabilities.forLookups.join(', ')} only for lookups)` : ''}; it acts as ${plan.successorUser}.`,
     `v2 sunset: ${sunset.at.slice(0, 10)} (${sunset.daysLeft} days left).`,
+    // A server older than the brownouts field answers none.
+    ...optional(sunset.brownouts ? brownoutNotice(sunset.brownouts, new Date(plan.generatedAt)) : undefined),
   ];
 }
 

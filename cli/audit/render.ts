@@ -77,6 +77,7 @@ export function renderTableReport(report: AuditReport, width: number, colour: bo
     ...summary.checklist.map((step, i) => `  ${i + 1}. ${step}`),
     '',
     `v2 sunset: ${summary.sunset}, ${summary.daysToSunset} day(s) left`,
+    ...(summary.brownoutNotice === null ? [] : [style(colour, 'yellow', summary.brownoutNotice)]),
     style(colour, report.findings.length > 0 ? 'red' : 'bold', verdict(report)),
   ];
   return `${lines.join('\n')}\n`;
@@ -102,6 +103,7 @@ export function renderMarkdownReport(report: AuditReport): string {
     `## v2 → v4 scope audit: ${title(report)}`,
     '',
     `As of ${report.asOf}; the v2 API ends on ${summary.sunset} (**${summary.daysToSunset} days left**).`,
+    ...(summary.brownoutNotice === null ? [] : [`\n**${summary.brownoutNotice}**`]),
     ...keyStateLine(report).map((line) => `\n**${line}**`),
     ...wildcardLines(report).map((line) => `\n${line}`),
     '',

@@ -1,6 +1,7 @@
 import { closest } from '../../src/did-you-mean.js';
 import { usageError } from '../exit-codes.js';
 import { callsSince, leastCapabilities, ruleCovers, ruleFor } from '../../src/gateway/scope-rules.js';
+import { brownoutNotice, sunsetStatus, type SunsetStatus } from '../../src/gateway/sunset-status.js';
 import { SCOPE_STATUSES, type ScopeRule, type ScopeStatus, type ScopeTable } from './scope-table.js';
 
 /*
@@ -86,6 +87,9 @@ export interface AuditReport {
     checklist: string[];
     sunset: string;
     daysToSunset: number;
+    brownouts: SunsetStatus['brownouts'];
+    /** The brownout on as of the audit's date, or the next one; null when none is left. */
+    brownoutNotice: string | null;
   };
   failOn: FailOn[];
   findings: string[];
@@ -192,6 +196,7 @@ export function buildReport(table: ScopeTable, input: AuditInput): AuditReport {
   const kept = findings.filter((f) => !f.toDrop);
   const stayOnV2 = kept.filter((f) => f.status === 'no-successor').map((f) => f.scope);
   const review = kept.filter((f) => f.status === 'mapped-broader').map((f) => f.scope);
+  const status = sunsetStatus(table.schedule, input.asOf);
   return {
     source: input.source,
     key: input.key ?? null,
@@ -207,8 +212,10 @@ export function buildReport(table: ScopeTable, input: AuditInput): AuditReport {
       userCommand,
       mintCommand,
       checklist: checklistOf(input, { userCommand, mintCommand, stayOnV2, keyState }),
-      sunset: table.sunset.toISOString().slice(0, 10),
-      daysToSunset: Math.max(0, Math.ceil((table.sunset.getTime() - input.asOf.getTime()) / DAY_MS)),
+      sunset: status.at.slice(0, 10),
+      daysToSunset: status.daysLeft,
+      brownouts: status.brownouts,
+      brownoutNotice: brownoutNotice(status.brownouts, input.asOf) ?? null,
     },
     failOn: input.failOn,
     findings: findings.filter((f) => f.failsOn.length > 0).map((f) => f.scope),

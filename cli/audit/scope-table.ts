@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import type { ScopeRuleLike } from '../../src/gateway/scope-rules.js';
+import type { SunsetSchedule } from '../../src/gateway/sunset-status.js';
 import { usageError } from '../exit-codes.js';
 
 /*
@@ -24,7 +25,8 @@ export interface ScopeRule extends ScopeRuleLike {
 
 export interface ScopeTable {
   rules: ScopeRule[];
-  sunset: Date;
+  /** The sunset and its brownout windows, from sunset.yaml. */
+  schedule: SunsetSchedule;
 }
 
 /** The maps shipped with the package, whether running from cli/ (tsx) or dist/cli/. */
@@ -45,8 +47,16 @@ const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
 
 export function readScopeTable(dir = bundledMappingsDir()): ScopeTable {
   const scopes = (readYaml(dir, 'scopes.yaml') as { scopes?: Record<string, Record<string, unknown>> } | null)?.scopes;
-  const sunset = new Date(String((readYaml(dir, 'sunset.yaml') as { sunset?: unknown } | null)?.sunset));
+  const sunsetFile = readYaml(dir, 'sunset.yaml') as { sunset?: unknown; brownouts?: unknown } | null;
+  const sunset = new Date(String(sunsetFile?.sunset));
   if (!scopes || Number.isNaN(sunset.getTime())) throw usageError(`The scope maps in ${dir} are unusable: no scopes or no sunset date`);
+  const brownouts = (Array.isArray(sunsetFile?.brownouts) ? (sunsetFile.brownouts as { start?: unknown; end?: unknown }[]) : []).map((w) => ({
+    start: new Date(String(w.start)),
+    end: new Date(String(w.end)),
+  }));
+  if (brownouts.some((w) => Number.isNaN(w.start.getTime()) || Number.isNaN(w.end.getTime()))) {
+    throw usageError(`The scope maps in ${dir} are unusable: a brownout in sunset.yaml has no valid start or end`);
+  }
   const rules = Object.entries(scopes).map(([name, entry]): ScopeRule => {
     const status = entry.status as ScopeStatus;
     if (!SCOPE_STATUSES.includes(status)) throw usageError(`The scope maps in ${dir} are unusable: ${name} has status ${String(status)}`);
@@ -59,5 +69,5 @@ export function readScopeTable(dir = bundledMappingsDir()): ScopeTable {
       reason: text(entry.reason),
     };
   });
-  return { rules, sunset };
+  return { rules, schedule: { sunset, brownouts } };
 }

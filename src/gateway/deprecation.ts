@@ -4,7 +4,7 @@ export interface DeprecationVerdict {
   /** Headers every v2 response carries, 410s included. */
   headers: Record<string, string>;
   /** Set when v2 no longer answers at `now`: a brownout window, or past the sunset. */
-  gone: null | { status: 410; code: 'v2_brownout' | 'v2_sunset'; message: string };
+  gone: null | { status: 410; code: 'v2_brownout' | 'v2_sunset'; message: string; retryAfterSeconds?: number };
 }
 
 /** RFC 9745: a structured-field date, `@` + whole Unix seconds. */
@@ -49,6 +49,8 @@ export function deprecationSignals(sunset: Sunset, guideAnchor: string): Depreca
           status: 410,
           code: 'v2_brownout',
           message: `API v2 is in a scheduled brownout until ${brownout.endDate} ahead of its sunset on ${sunsetDate}; ${instead(successor)}`,
+          // A brownout ends: a client that honours Retry-After comes back when v2 answers again.
+          retryAfterSeconds: Math.ceil((brownout.end - at) / 1000),
         },
       };
     }

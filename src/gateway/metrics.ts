@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { SeriesCounter, SeriesHistogram } from '../metric-series.js';
+import { sunsetStatus, type SunsetSchedule } from './sunset-status.js';
 
 /*
  * Operator signals of the v2 → v4 gateway. Labels are bounded sets (routes of the maps, v2 scopes,
@@ -24,11 +25,13 @@ export interface GatewayMetrics {
   recordLegacyKeyRejected(surface: LegacyKeySurface): void;
 }
 
+const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);
+
 // A v2 list walks every v4 page, so the tail reaches seconds, unlike a single-record call.
 const TRANSLATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** The gateway's metrics, registered in the process's registry (src/metrics.ts). */
-export function createGatewayMetrics(registry: Registry, sunsetAt: Date): GatewayMetrics {
+export function createGatewayMetrics(registry: Registry, schedule: SunsetSchedule, now: () => Date): GatewayMetrics {
   const registers = [registry];
 
   const requests = new SeriesCounter<keyof V2RequestLabels>(
@@ -59,7 +62,28 @@ export function createGatewayMetrics(registry: Registry, sunsetAt: Date): Gatewa
     help: 'When v2 stops answering, as Unix seconds (from the maps\' sunset.yaml)',
     registers,
   });
-  sunsetGauge.set(Math.floor(sunsetAt.getTime() / 1000));
+  sunsetGauge.set(unixSeconds(schedule.sunset));
+  // Computed at each scrape from the clock, so every instance reports the same value and max/min aggregate.
+  new Gauge({
+    name: 'svc_v2_brownout_active',
+    help: '1 while v2 is in a scheduled brownout window and answers 410 Gone, else 0 (from the maps\' sunset.yaml)',
+    registers,
+    collect() {
+      this.set(sunsetStatus(schedule, now()).brownouts.active ? 1 : 0);
+    },
+  });
+  // Labelled by the window (start/end, ISO 8601) so that it is absent, not 0, once none is left.
+  new Gauge({
+    name: 'svc_v2_next_brownout_start_timestamp_seconds',
+    help: 'When the next scheduled v2 brownout starts, as Unix seconds, labelled by its window; absent once none is left',
+    labelNames: ['window'] as const,
+    registers,
+    collect() {
+      this.reset();
+      const next = sunsetStatus(schedule, now()).brownouts.next;
+      if (next) this.set({ window: `${next.start}/${next.end}` }, unixSeconds(new Date(next.start)));
+    },
+  });
 
   return {
     recordV2Request(labels, seconds) {

@@ -7,6 +7,7 @@ import { buildMigrationGuide, routeAnchor, type FieldChange, type GuideCall, typ
 import type { Mappings } from './mappings.js';
 import { GUIDE_PATH } from '../pages/migration-guide.js';
 import { leastCapabilities } from './scope-rules.js';
+import { sunsetStatus, type SunsetStatus } from './sunset-status.js';
 
 /*
  * One integration's migration plan, from what its legacy key really called in the usage window:
@@ -16,7 +17,6 @@ import { leastCapabilities } from './scope-rules.js';
  * stage the service records.
  */
 
-const DAY_MS = 86_400_000;
 
 interface Called {
   /** As served: `GET /v2/employees/:id`. */
@@ -53,7 +53,7 @@ export interface MigrationPlan {
   generatedAt: string;
   key: { id: string; name: string; companyId: string; scopes: string[]; lastUsedAt: string | null; disabledAt: string | null };
   window: { days: number; since: string };
-  sunset: { at: string; daysLeft: number };
+  sunset: SunsetStatus;
   totals: { calls: number; movable: number; staying: number };
   /** The endpoints with a v4 successor, most called first. */
   endpoints: PlanEndpoint[];
@@ -132,12 +132,11 @@ export async function buildMigrationPlan(core: Core, companyIds: readonly string
   const minimal = leastCapabilities(core.mappings.scopes, key.scopes, { rows: usage, since });
   const lookups = new Set(endpoints.flatMap((e) => e.lookupCapabilities).filter((c) => !minimal.includes(c)));
   const sum = (rows: { calls: number }[]) => rows.reduce((total, row) => total + row.calls, 0);
-  const sunset = core.mappings.sunset.sunset.getTime();
   const plan: Omit<MigrationPlan, 'steps'> = {
     generatedAt: now.toISOString(),
     key: { id: key.id, name: key.name, companyId: key.companyId, scopes: key.scopes, lastUsedAt: key.lastUsedAt, disabledAt: key.disabledAt },
     window: { days: USAGE_WINDOW_DAYS, since },
-    sunset: { at: new Date(sunset).toISOString(), daysLeft: Math.max(0, Math.ceil((sunset - now.getTime()) / DAY_MS)) },
+    sunset: sunsetStatus(core.mappings.sunset, now),
     totals: { calls: sum(endpoints) + sum(staysOnV2), movable: sum(endpoints), staying: sum(staysOnV2) },
     endpoints,
     staysOnV2,

@@ -5,6 +5,7 @@ import { successorCapabilities, usageWindowStart } from './cutover.js';
 import { CUTOVER_STAGES, type Cutover, type CutoverStage } from './cutover-stage.js';
 import { listLegacyKeys } from './legacy-keys.js';
 import { scopeEntryFor } from './mappings.js';
+import { sunsetStatus, type SunsetStatus } from './sunset-status.js';
 
 /*
  * What is left to migrate, for the dashboard of admins and ops: v2 traffic per company and per
@@ -25,7 +26,7 @@ export interface MigrationReportOptions {
 
 export interface MigrationReport {
   generatedAt: string;
-  sunset: { at: string; daysLeft: number };
+  sunset: SunsetStatus;
   /** The UTC days of the series, oldest first. */
   days: string[];
   companies: Array<{ id: string; name: string; callsPerDay: number[]; total: number }>;
@@ -94,10 +95,9 @@ export async function buildMigrationReport(core: Core, options: MigrationReportO
   const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
   const keysByStage = Object.fromEntries(CUTOVER_STAGES.map((stage) => [stage, keys.filter((key) => key.cutover.stage === stage).length]));
   const quietSince = now - quietAfterDays * DAY_MS;
-  const sunset = core.mappings.sunset.sunset.getTime();
   return {
     generatedAt: new Date(now).toISOString(),
-    sunset: { at: new Date(sunset).toISOString(), daysLeft: Math.max(0, Math.ceil((sunset - now) / DAY_MS)) },
+    sunset: sunsetStatus(core.mappings.sunset, new Date(now)),
     days: series,
     companies: companies.map((company) => {
       const callsPerDay = perCompany.get(company.id)!;

@@ -219,7 +219,8 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
         const verdict = signals(core.now(), successorPath(request.params as Record<string, string>));
         void reply.headers(verdict.headers);
         if (!verdict.gone) return done();
-        const { status, code, message } = verdict.gone;
+        const { status, code, message, retryAfterSeconds } = verdict.gone;
+        if (retryAfterSeconds !== undefined) void reply.header('retry-after', String(retryAfterSeconds));
         void reply.status(status).send(v2ErrorBody(new AppError(status, code, message)));
       },
       onResponse: (request: FastifyRequest, reply: FastifyReply, done: () => void) => {

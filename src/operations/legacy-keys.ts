@@ -93,11 +93,24 @@ const PlanEndpoint = z.object({
   example: z.unknown().describe('The guide’s example pair: the v2 curl line and the v4 ones replacing it'),
 });
 
+const BrownoutWindow = z.object({ start: Timestamp, end: Timestamp });
+const SunsetStatusSchema = z.object({
+  at: Timestamp,
+  daysLeft: z.number().int(),
+  brownouts: z
+    .object({
+      active: BrownoutWindow.nullable().describe('The window v2 is in now: every v2 call answers 410 Gone until its end'),
+      next: BrownoutWindow.nullable().describe('The next window to start'),
+      scheduled: z.array(BrownoutWindow).describe('Every window not yet ended, earliest first'),
+    })
+    .describe('Scheduled 410 Gone windows before the sunset (mappings/sunset.yaml)'),
+});
+
 const MigrationPlan = z.object({
   generatedAt: Timestamp,
   key: z.object({ id: z.string(), name: z.string(), companyId: z.string(), scopes: z.array(z.string()), lastUsedAt: Timestamp.nullable(), disabledAt: Timestamp.nullable() }),
   window: z.object({ days: z.number().int(), since: z.string().describe('The first UTC day counted') }),
-  sunset: z.object({ at: Timestamp, daysLeft: z.number().int() }),
+  sunset: SunsetStatusSchema,
   totals: z.object({ calls: z.number().int(), movable: z.number().int(), staying: z.number().int() }),
   endpoints: z.array(PlanEndpoint).describe('The endpoints called that have a v4 successor, most called first'),
   staysOnV2: z.array(z.object({ ...CalledEndpoint, reason: z.string(), instead: z.string().optional() })).describe('The endpoints called without a v4 successor, with why'),

@@ -14,6 +14,7 @@ import { formList, requireUser, sendPage, type PageContext } from './account-pag
 import { html, type Html } from './html.js';
 import { shadowSection } from './shadow-section.js';
 import { cutoverSection, mintedSuccessorNotice } from './cutover-section.js';
+import { brownoutBanner } from './brownout-notice.js';
 
 /*
  * The migration dashboard for admins and ops: v2 traffic over the last 30 days as inline SVG
@@ -154,7 +155,7 @@ ${quiet.length === 0
 <tbody>${quiet.map((key) => html`<tr><td>${key.name}</td><td>${companyName.get(key.companyId) ?? key.companyId}</td>
 <td class="nowrap">${key.lastUsedAt ? key.lastUsedAt.slice(0, 10) : 'never'}</td><td><code>svc-server legacy-keys disable ${key.id}</code></td></tr>`)}</tbody></table>`}</section>`;
 
-  return html`<div class="dashboard">${sunset}${traffic}${cutoverSection(report, csrfToken)}${endpoints}${noSuccessor}${quietKeys}${shadowSection(report.shadow)}</div>
+  return html`<div class="dashboard">${brownoutBanner(report.sunset, new Date(report.generatedAt))}${sunset}${traffic}${cutoverSection(report, csrfToken)}${endpoints}${noSuccessor}${quietKeys}${shadowSection(report.shadow)}</div>
 <p class="tools">Generated ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC · the same report as JSON: <a href="/app/migration.json">/app/migration.json</a> · for integration owners: <a href="/docs/migration">the migration guide</a></p>`;
 }
 

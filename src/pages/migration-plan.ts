@@ -8,6 +8,7 @@ import { requireUser, sendPage, type PageContext } from './account-pages.js';
 import { STAGE_LABELS } from './cutover-section.js';
 import { html, type Html } from './html.js';
 import { prose } from './migration-guide.js';
+import { brownoutBanner } from './brownout-notice.js';
 
 /*
  * One integration's migration plan as a page for admins, linked from the migration dashboard:
@@ -61,7 +62,7 @@ ${capabilities.forLookups.length > 0 ? html`<p>Also, only if it sends a value v4
     (step) => html`<li data-step="${step.id}" data-done="${String(step.done)}">${step.done ? '✓ ' : ''}${step.text}${step.command ? html`<pre><code>${step.command}</code></pre>` : ''}</li>`,
   )}</ol></section>`;
 
-  return html`<div class="guide">${summary}${moves}${staying}${keyNeeds}${checklist}</div>
+  return html`<div class="guide">${brownoutBanner(plan.sunset, new Date(plan.generatedAt))}${summary}${moves}${staying}${keyNeeds}${checklist}</div>
 <p class="tools">Generated ${plan.generatedAt.slice(0, 16).replace('T', ' ')} UTC · <a href="/app/migration">Back to the dashboard</a> · as JSON with an admin API key: <code>GET /v4/admin/legacy-keys/${key.id}/plan</code> or <code>svc migrate plan --key ${key.id}</code></p>`;
 }
 

@@ -44,7 +44,7 @@ describe('svc migrate audit, offline from the bundled maps', () => {
         reason: e.reason,
       })),
     );
-    expect(table.sunset).toEqual(mappings.sunset.sunset);
+    expect(table.schedule).toEqual({ sunset: mappings.sunset.sunset, brownouts: mappings.sunset.brownouts });
   });
 
   it('reports every scope of the table with its status, capability and endpoints', async () => {
@@ -65,6 +65,27 @@ describe('svc migrate audit, offline from the bundled maps', () => {
     expect(data.summary.stayOnV2).toEqual(['api.catalogs.getAll', 'api.catalogs.items.getAll', 'api.company.get', 'api.company.update', 'api.orders.update', 'api.organization.companies']);
     expect(data.summary).toMatchObject({ sunset: '2027-01-01', daysToSunset: 40 });
     expect(data.windowDays).toBeNull();
+  });
+
+  it('names the next brownout, and every window still scheduled, wherever it names the sunset', async () => {
+    const notice = 'Next v2 brownout in 9 days: 2026-12-01 14:00 UTC – 17:00 UTC; every v2 call answers 410 Gone during it.';
+    const json = report(await audit('--scopes', 'api.employees.getAll', '--format', 'json'));
+    expect(json.summary.brownoutNotice).toBe(notice);
+    expect(json.summary.brownouts).toEqual({
+      active: null,
+      next: { start: '2026-12-01T14:00:00.000Z', end: '2026-12-01T17:00:00.000Z' },
+      scheduled: [
+        { start: '2026-12-01T14:00:00.000Z', end: '2026-12-01T17:00:00.000Z' },
+        { start: '2026-12-15T14:00:00.000Z', end: '2026-12-15T20:00:00.000Z' },
+      ],
+    });
+    expect((await audit('--scopes', 'api.employees.getAll')).stdout).toContain(notice);
+    expect((await audit('--scopes', 'api.employees.getAll', '--format', 'markdown')).stdout).toContain(`**${notice}**`);
+    // On the day itself, before the window opens.
+    const thatDay = report(await svc(['migrate', 'audit', '--as-of', '2026-12-01', '--scopes', 'api.employees.getAll', '--format', 'json'], env));
+    expect(thatDay.summary.brownoutNotice).toMatch(/^Next v2 brownout within a day: 2026-12-01 14:00 UTC/);
+    const afterAll = report(await svc(['migrate', 'audit', '--as-of', '2026-12-16', '--scopes', 'api.employees.getAll', '--format', 'json'], env));
+    expect(afterAll.summary).toMatchObject({ brownoutNotice: null, brownouts: { active: null, next: null, scheduled: [] } });
   });
 
   it('fails on what --fail-on names, minus --ignore, and says why in the table', async () => {

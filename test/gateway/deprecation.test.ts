@@ -44,13 +44,13 @@ describe('deprecationSignals', () => {
   });
 
   it.each([
-    ['2026-12-01T14:00:00Z', 'Tue, 01 Dec 2026 17:00:00 GMT'],
-    ['2026-12-01T16:59:59Z', 'Tue, 01 Dec 2026 17:00:00 GMT'],
-    ['2026-12-15T14:00:00Z', 'Tue, 15 Dec 2026 20:00:00 GMT'],
-    ['2026-12-15T19:59:59Z', 'Tue, 15 Dec 2026 20:00:00 GMT'],
-  ])('is 410 v2_brownout inside a window (%s), naming its end and the successor', (now, end) => {
+    ['2026-12-01T14:00:00Z', 'Tue, 01 Dec 2026 17:00:00 GMT', 3 * 3600],
+    ['2026-12-01T16:59:59.500Z', 'Tue, 01 Dec 2026 17:00:00 GMT', 1],
+    ['2026-12-15T14:00:00Z', 'Tue, 15 Dec 2026 20:00:00 GMT', 6 * 3600],
+    ['2026-12-15T19:59:59Z', 'Tue, 15 Dec 2026 20:00:00 GMT', 1],
+  ])('is 410 v2_brownout inside a window (%s), naming its end and the successor, retrying after its end', (now, end, retryAfterSeconds) => {
     const { headers, gone } = verdict(now);
-    expect(gone).toMatchObject({ status: 410, code: 'v2_brownout' });
+    expect(gone).toMatchObject({ status: 410, code: 'v2_brownout', retryAfterSeconds });
     expect(gone?.message).toContain(end);
     expect(gone?.message).toContain('/v4/employees/emp_1');
     expect(gone?.message).toContain('/docs/migration#get-employees-id');
@@ -69,6 +69,8 @@ describe('deprecationSignals', () => {
   it.each(['2027-01-01T00:00:00Z', '2028-05-01T00:00:00Z'])('is 410 v2_sunset at and after the sunset (%s)', (now) => {
     const { headers, gone } = verdict(now);
     expect(gone).toMatchObject({ status: 410, code: 'v2_sunset' });
+    // Past the sunset v2 never answers again: nothing to retry after.
+    expect(gone).not.toHaveProperty('retryAfterSeconds');
     expect(gone?.message).toContain('/v4/employees/emp_1');
     expect(gone?.message).toContain('Fri, 01 Jan 2027 00:00:00 GMT');
     expect(headers.Deprecation).toBe('@1751328000');

@@ -49,6 +49,6 @@ describe.each(backends())('migration report [%s]', (backend) => {
       { endpoint: 'GET /catalogs', scope: 'api.catalogs.getAll', calls: 1, lastDay: '2026-11-21' },
     ]);
     expect(report.noSuccessorInUse).toEqual([{ scope: 'api.catalogs.getAll', reason: expect.any(String), calls: 1, keyIds: [busy] }]);
-    expect(report.sunset).toEqual({ at: '2027-01-01T00:00:00.000Z', daysLeft: 40 });
+    expect(report.sunset).toEqual({ at: '2027-01-01T00:00:00.000Z', daysLeft: 40, brownouts: { active: null, next: { start: '2026-12-01T14:00:00.000Z', end: '2026-12-01T17:00:00.000Z' }, scheduled: [{ start: '2026-12-01T14:00:00.000Z', end: '2026-12-01T17:00:00.000Z' }, { start: '2026-12-15T14:00:00.000Z', end: '2026-12-15T20:00:00.000Z' }] } });
   });
 });

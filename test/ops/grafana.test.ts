@@ -31,7 +31,10 @@ interface Panel {
   panels?: Panel[];
 }
 
-const dashboard = JSON.parse(readFileSync('ops/grafana/migration-dashboard.json', 'utf8')) as { panels: Panel[] };
+const dashboard = JSON.parse(readFileSync('ops/grafana/migration-dashboard.json', 'utf8')) as {
+  panels: Panel[];
+  annotations: { list: Array<{ name: string; expr?: string }> };
+};
 const alerts = parse(readFileSync('ops/prometheus/alerts.yml', 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
 
 const dashboardQueries = (panels: Panel[]): Array<[string, string]> =>
@@ -41,6 +44,7 @@ const dashboardQueries = (panels: Panel[]): Array<[string, string]> =>
   ]);
 const queries: Array<[string, string]> = [
   ...dashboardQueries(dashboard.panels),
+  ...dashboard.annotations.list.filter((a) => a.expr).map((a): [string, string] => [`annotation "${a.name}"`, a.expr!]),
   ...alerts.groups.flatMap((group) => group.rules.map((rule): [string, string] => [`alert ${rule.alert}`, rule.expr])),
 ];
 
@@ -82,9 +86,13 @@ describe.skipIf(!redisUrl())('ops files', () => {
     expect(metricNames(rule!.expr).sort()).toEqual(['svc_v2_requests_total', 'svc_v2_sunset_timestamp_seconds']);
   });
 
+  it('mark every brownout window on the dashboard’s time series', () => {
+    expect(dashboard.annotations.list).toContainEqual(expect.objectContaining({ name: 'v2 brownouts', enable: true, expr: 'max(svc_v2_brownout_active{job=~"$job"}) == 1' }));
+  });
+
   it('chart the migration signals the issue asks for', () => {
     const all = queries.map(([, expr]) => expr).join('\n');
-    for (const metric of ['svc_v2_requests_total', 'svc_v2_translation_seconds_bucket', 'svc_v2_upstream_errors_total', 'svc_v4_legacy_key_rejections_total', 'svc_v2_sunset_timestamp_seconds', 'svc_http_request_duration_seconds_count', 'svc_mcp_tool_calls_total', 'svc_redis_up']) {
+    for (const metric of ['svc_v2_requests_total', 'svc_v2_translation_seconds_bucket', 'svc_v2_upstream_errors_total', 'svc_v4_legacy_key_rejections_total', 'svc_v2_sunset_timestamp_seconds', 'svc_http_request_duration_seconds_count', 'svc_mcp_tool_calls_total', 'svc_redis_up', 'svc_v2_brownout_active', 'svc_v2_next_brownout_start_timestamp_seconds']) {
       expect(all).toContain(metric);
     }
   });

@@ -118,7 +118,7 @@ describe.each(backends())('migration dashboard page [%s]', (backend) => {
     const v2Only = expect.objectContaining({ stage: 'v2_only', successor: null, disabled: null });
     expect(await response.json()).toEqual({
       generatedAt: '2026-11-22T12:00:00.000Z',
-      sunset: { at: '2027-01-01T00:00:00.000Z', daysLeft: 40 },
+      sunset: { at: '2027-01-01T00:00:00.000Z', daysLeft: 40, brownouts: { active: null, next: { start: '2026-12-01T14:00:00.000Z', end: '2026-12-01T17:00:00.000Z' }, scheduled: [{ start: '2026-12-01T14:00:00.000Z', end: '2026-12-01T17:00:00.000Z' }, { start: '2026-12-15T14:00:00.000Z', end: '2026-12-15T20:00:00.000Z' }] } },
       days: DAYS,
       companies: [
         { id: acme, name: 'Acme Corp', callsPerDay: perDay({ '2026-11-20': 1, '2026-11-21': 1, '2026-11-22': 3 }), total: 5 },
