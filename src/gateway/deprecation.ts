@@ -7,6 +7,9 @@ export interface DeprecationVerdict {
   gone: null | { status: 410; code: 'v2_brownout' | 'v2_sunset'; message: string; retryAfterSeconds?: number };
 }
 
+/** Under the v2 prefix: where a legacy key reads its own migration plan (see owner-plan.ts). */
+export const OWNER_PLAN_PATH = '/migration-plan';
+
 /** RFC 9745: a structured-field date, `@` + whole Unix seconds. */
 const structuredDate = (date: Date) => `@${Math.floor(date.getTime() / 1000)}`;
 
@@ -23,7 +26,8 @@ export function deprecationSignals(sunset: Sunset, guideAnchor: string): Depreca
   // RFC 8594 wants an IMF-fixdate, which is exactly what toUTCString produces.
   const sunsetDate = sunset.sunset.toUTCString();
   const guide = sunset.links.migrationGuide.replaceAll('{anchor}', guideAnchor);
-  const guideLink = `<${guide}>; rel="deprecation"`;
+  // The owner's own plan, as help: what this key calls, its next step, the brownouts ahead and whom to ask.
+  const guideLink = `<${guide}>; rel="deprecation", <${sunset.prefix}${OWNER_PLAN_PATH}>; rel="help"`;
   const brownouts = sunset.brownouts.map(({ start, end }) => ({ start: start.getTime(), end: end.getTime(), endDate: end.toUTCString() }));
   const sunsetAt = sunset.sunset.getTime();
   // Split once: joining the parts with the path is the template's replaceAll, without its search per call.

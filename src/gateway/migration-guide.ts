@@ -1,5 +1,6 @@
 import { CAPABILITIES, type Capability } from '../access/capabilities.js';
 import { AppError } from '../errors.js';
+import { OWNER_PLAN_PATH } from './deprecation.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
@@ -94,6 +95,8 @@ export interface MigrationGuide {
   deprecation: string;
   sunset: string;
   brownouts: { start: string; end: string }[];
+  /** Where a legacy key reads its own plan (GET, with the key itself). */
+  ownerPlan: string;
   /** The most records a v4 list page holds. */
   pageSize: number;
   endpoints: GuideEndpoint[];
@@ -381,11 +384,12 @@ export function buildMigrationGuide(mappings: Mappings): MigrationGuide {
     if (other) throw new MappingError(`${ROUTES_FILE}: ${method} ${path} and ${other} share the guide section "${anchor}"; rename a path`);
     anchors.set(anchor, `${method} ${path}`);
   }
-  const { deprecation, sunset, brownouts } = mappings.sunset;
+  const { deprecation, sunset, brownouts, prefix } = mappings.sunset;
   return {
     deprecation: deprecation.toISOString(),
     sunset: sunset.toISOString(),
     brownouts: brownouts.map(({ start, end }) => ({ start: start.toISOString(), end: end.toISOString() })),
+    ownerPlan: `${prefix}${OWNER_PLAN_PATH}`,
     pageSize: MAX_PAGE_SIZE,
     endpoints,
   };

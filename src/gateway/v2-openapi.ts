@@ -111,6 +111,7 @@ export function buildV2OpenApiDocument(mappings: Mappings, baseUrl: string) {
         `API v2 is deprecated since ${guide.deprecation.slice(0, 10)} and stops answering on ${sunsetDay}${brownouts ? `; it answers 410 Gone during the brownouts ${brownouts}` : ''}.`,
         'The gateway translates every call with a v4 successor into v4 calls; each operation names its successor (`x-v4-successor`) and the capabilities a v4 key needs.',
         `The [migration guide](${guideUrl('endpoints')}) shows, per endpoint, what changes and a v2 and v4 example.`,
+        `\`GET ${guide.ownerPlan}\` with your v2 key answers your key's own plan: the endpoints it calls and their v4 calls, its stage and next step, the brownouts ahead, and the admins of your company who mint its successor v4 key.`,
       ].join('\n\n'),
     },
     servers: [{ url: baseUrl }],
@@ -122,7 +123,10 @@ export function buildV2OpenApiDocument(mappings: Mappings, baseUrl: string) {
       headers: {
         Deprecation: { description: 'RFC 9745: when v2 was deprecated, as @ Unix seconds', schema: { type: 'string' } },
         Sunset: { description: 'RFC 8594: when v2 stops answering', schema: { type: 'string' } },
-        Link: { description: 'rel="successor-version": the v4 path of the call (only where one exists); rel="deprecation": its section of the migration guide', schema: { type: 'string' } },
+        Link: {
+          description: `rel="successor-version": the v4 path of the call (only where one exists); rel="deprecation": its section of the migration guide; rel="help": ${guide.ownerPlan}, the key's own migration plan`,
+          schema: { type: 'string' },
+        },
       },
       responses: {
         Gone: errorResponse('v2_brownout (a scheduled window) or v2_sunset (past the sunset); the message names the successor'),

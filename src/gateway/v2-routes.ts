@@ -8,7 +8,8 @@ import { callUpstream } from '../http/upstream.js';
 import { upstreamFailure } from './upstream-failure.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';
-import { deprecationSignals } from './deprecation.js';
+import { deprecationSignals, OWNER_PLAN_PATH } from './deprecation.js';
+import { buildOwnerPlan } from './owner-plan.js';
 import { routeAnchor } from './migration-guide.js';
 import { TopicCache } from '../store/change-feed.js';
 import { resolveLegacyKey, type LegacyKeyResolution } from './legacy-keys.js';
@@ -197,6 +198,14 @@ async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest
   }
 }
 
+/** Every v2 failure in the v2 error shape. */
+function answerV2Error(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
+  const appError = toAppError(error);
+  if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
+  if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
+  void reply.status(appError.status).send(v2ErrorBody(appError));
+}
+
 export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = inProcessV4(core)): void {
   const { sunset, scopes } = core.mappings;
   // Disabling a key, or revoking its bridge key or user, drops the cache on every instance (see ChangeFeed).
@@ -229,12 +238,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
         shadow.afterAnswer(request, reply.statusCode);
         done();
       },
-      errorHandler: (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
-        const appError = toAppError(error);
-        if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
-        if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
-        void reply.status(appError.status).send(v2ErrorBody(appError));
-      },
+      errorHandler: answerV2Error,
       handler: async (request, reply) => {
         const rawKey = legacyKeyHeader(request);
         const key = await activeKey(core, legacyKeys, rawKey);
@@ -261,4 +265,11 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
       },
     });
   }
+
+  // The integration owner's entry point: the key's own plan. Answered during brownouts too (it is how the
+  // owner learns of them), never counted as v2 usage (reading the plan must not keep a key from going quiet).
+  app.get(`${sunset.prefix}${OWNER_PLAN_PATH}`, { errorHandler: answerV2Error }, async (request) => {
+    const key = await activeKey(core, legacyKeys, legacyKeyHeader(request));
+    return buildOwnerPlan(core, key);
+  });
 }

@@ -53,10 +53,11 @@ ${brownouts.length > 0 ? html`<ul>${brownouts}</ul>` : ''}
 <p class="tools">Generated from the gateway’s own maps. The same guide as JSON: <a href="${GUIDE_PATH}.json">${GUIDE_PATH}.json</a> · the v2 API as OpenAPI: <a href="/openapi-v2.json">/openapi-v2.json</a> · the API docs: <a href="/docs">/docs</a></p></section>`;
 
   const start = html`<section aria-labelledby="start-heading"><h2 id="start-heading">Before you start</h2>
-<ol><li>Provision a dedicated non-personal user, and mint a v4 key as that user with only the capabilities of the endpoints you call (see the table).</li>
+<ol><li>Read your key’s own plan with the v2 key you have: <code>curl -sS "$BASE_URL${guide.ownerPlan}" -H "X-API-KEY: $V2_KEY"</code>. It lists the endpoints your key called and their v4 calls, its stage and next step, the brownouts ahead, and the admins of your company (<code>ask.admins</code>).</li>
+<li>Ask one of those admins for your <strong>successor v4 key</strong>. They mint it on the migration dashboard (<code>/app/migration</code>) or with <code>svc legacy-keys mint-successor &lt;your key id&gt;</code>: it acts as a dedicated non-personal user with only the capabilities your calls need, is linked to your v2 key, and is shown to them once.</li>
 <li>Send the v4 key in <code>X-API-KEY</code>; check it with <code>GET /v4/me</code>.</li>
 <li>Change each call as its section says, list paging first: v4 lists answer pages of at most ${guide.pageSize} records.</li>
-<li>Keep the v2 key active until the v4 key is observed working, then have it disabled.</li></ol>
+<li>Keep the v2 key active until your plan shows the successor working and v2 quiet; then the admin disables it.</li></ol>
 <p>The examples run in bash with curl, and jq where one call’s answer feeds the next. Set first:</p>
 <pre><code>BASE_URL=${baseUrl}
 V2_KEY='your v2 key'

@@ -58,8 +58,11 @@ describe.each(backends())('brownouts on every surface that shows the sunset [%s]
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('v2_brownout');
     });
 
-    it('puts the active window in the plan and migration.json', async () => {
+    it('puts the active window in the plan, migration.json and the owner’s plan, which still answers', async () => {
       const active = { active: FIRST, next: SECOND, scheduled: [FIRST, SECOND] };
+      const owner = await fetch(`${s.baseUrl}/v2/migration-plan`, { headers: { 'x-api-key': rawKey } });
+      expect(owner.status).toBe(200);
+      expect(((await owner.json()) as { sunset: { brownouts: unknown } }).sunset.brownouts).toEqual(active);
       expect(await planBrownouts()).toEqual(active);
       expect(await reportBrownouts()).toEqual(active);
     });

@@ -17,12 +17,12 @@ describe('deprecationSignals', () => {
     expect(verdict('2026-06-01T00:00:00Z').headers).toEqual({
       Deprecation: '@1751328000',
       Sunset: 'Fri, 01 Jan 2027 00:00:00 GMT',
-      Link: '</v4/employees/emp_1>; rel="successor-version", </docs/migration#get-employees-id>; rel="deprecation"',
+      Link: '</v4/employees/emp_1>; rel="successor-version", </docs/migration#get-employees-id>; rel="deprecation", </v2/migration-plan>; rel="help"',
     });
   });
 
   it('sends no successor-version link for a route without a v4 successor', () => {
-    expect(verdict('2026-06-01T00:00:00Z', catalogs).headers.Link).toBe('</docs/migration#get-catalogs>; rel="deprecation"');
+    expect(verdict('2026-06-01T00:00:00Z', catalogs).headers.Link).toBe('</docs/migration#get-catalogs>; rel="deprecation", </v2/migration-plan>; rel="help"');
   });
 
   it('fills {v4Path} into a successor template with a host', () => {
@@ -34,7 +34,7 @@ describe('deprecationSignals', () => {
 
   it('follows an operator\'s own guide URL, with or without {anchor}', () => {
     const own = (migrationGuide: string) => deprecationVerdict({ ...sunset, links: { ...sunset.links, migrationGuide } }, at('2026-06-01T00:00:00Z'), teams);
-    expect(own('https://wiki.example/v2-to-v4').headers.Link).toBe('</v4/teams>; rel="successor-version", <https://wiki.example/v2-to-v4>; rel="deprecation"');
+    expect(own('https://wiki.example/v2-to-v4').headers.Link).toBe('</v4/teams>; rel="successor-version", <https://wiki.example/v2-to-v4>; rel="deprecation", </v2/migration-plan>; rel="help"');
     expect(own('https://wiki.example/v2#{anchor}').headers.Link).toContain('<https://wiki.example/v2#get-teams>; rel="deprecation"');
   });
 

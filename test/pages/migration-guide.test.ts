@@ -70,10 +70,10 @@ describe.each(backends())('the served migration guide [%s]', (backend) => {
     expect(((await v4.json()) as { data: { id: string } }).data.id).toBe(employee);
   });
 
-  it('is the only link of a v2 endpoint without a v4 successor', async () => {
+  it('is, with the key’s own plan, the only link of a v2 endpoint without a v4 successor', async () => {
     const v2 = await fetch(`${s.baseUrl}/v2/catalogs`, { headers: { 'x-api-key': v2Key } });
     expect(v2.status).toBe(501);
-    expect(links(v2.headers.get('link'))).toEqual({ deprecation: '/docs/migration#get-catalogs' });
+    expect(links(v2.headers.get('link'))).toEqual({ deprecation: '/docs/migration#get-catalogs', help: '/v2/migration-plan' });
     const page = await (await fetch(`${s.baseUrl}/docs/migration`)).text();
     const section = /<section id="get-catalogs"[\s\S]*?<\/section>/.exec(page)?.[0] ?? '';
     expect(section).toContain('<strong>No v4 successor:</strong> catalogs and collections are outside the migrated groups.');
@@ -100,7 +100,7 @@ describe('the migration guide from edited maps', () => {
       const created = await createLegacyKey(t.core, t.core.mappings, { companyId: t.demo.companies.acme, name: 'override', scopes: ['api.teams.getAll'] });
       const v2 = await t.app.inject({ url: '/v2/teams', headers: { 'x-api-key': created.rawKey! } });
       expect(v2.statusCode).toBe(200);
-      expect(links(String(v2.headers.link))).toEqual({ 'successor-version': '/v4/teams', deprecation: 'https://wiki.example/v2#get-teams' });
+      expect(links(String(v2.headers.link))).toEqual({ 'successor-version': '/v4/teams', deprecation: 'https://wiki.example/v2#get-teams', help: '/v2/migration-plan' });
     } finally {
       await t.close();
     }
