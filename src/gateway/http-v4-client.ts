@@ -1,8 +1,22 @@
 import type { Core } from '../core.js';
+import { badRequest } from '../errors.js';
 import { callUpstream } from '../http/upstream.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import { upstreamFailure } from './upstream-failure.js';
 import type { V4Client, V4Envelope } from './v4-client.js';
+
+/**
+ * A path parameter as one URL segment. The in-process client validates the whole input first; over
+ * HTTP the path is built before the core sees it, so a value that is no single segment (missing, an
+ * object, `.` or `..`) is the caller's mistake here too, as it is in process.
+ */
+function segmentOf(name: string, value: unknown): string {
+  const text = typeof value === 'string' ? value.trim() : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
+  if (text === undefined || text === '' || text === '.' || text === '..') {
+    throw badRequest('validation_failed', `Invalid request: ${name}: must be an identifier`, [{ field: name, rule: 'invalid_type', message: 'must be an identifier' }]);
+  }
+  return encodeURIComponent(text);
+}
 
 /** The operation's path with its `:params` filled from the input; the rest of the input goes in the query or the body. */
 function requestOf(path: string, input: Record<string, unknown>): { path: string; rest: Record<string, unknown> } {
@@ -10,16 +24,19 @@ function requestOf(path: string, input: Record<string, unknown>): { path: string
   const filled = path.replace(/:([A-Za-z]+)/g, (_segment, name: string) => {
     const value = rest[name];
     delete rest[name];
-    return encodeURIComponent(String(value));
+    return segmentOf(name, value);
   });
   return { path: filled, rest };
 }
+
+/** A query value as text; String() would throw on an object whose own toString is not a function. */
+const queryText = (value: unknown) => (typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));
 
 function queryString(input: Record<string, unknown>): string {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(input)) {
     if (value === undefined) continue;
-    for (const item of Array.isArray(value) ? value : [value]) query.append(name, String(item));
+    for (const item of Array.isArray(value) ? value : [value]) query.append(name, queryText(item));
   }
   const text = query.toString();
   return text ? `?${text}` : '';

@@ -131,9 +131,12 @@ function requireFields(fields: Fields, { fields: names, within, allow_absent }: 
   return fields;
 }
 
+/** A JSON value as text; String() would throw on an object whose own toString is not a function. */
+const textOf = (value: unknown) => (typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));
+
 function refuse(fields: Fields, { field, equals, status, message }: Op<'refuse'>): Fields {
   const value = fields.get(field);
-  if (value === undefined || (equals !== undefined && String(value) !== equals)) return fields;
+  if (value === undefined || (equals !== undefined && textOf(value) !== equals)) return fields;
   throw new AppError(status, 'unsupported_in_v2_gateway', message, [{ field, rule: 'refused', message }]);
 }
 
@@ -300,7 +303,7 @@ export class Translation {
     if (value === undefined) return fields;
     if (value === null) return replaceField(fields, from, to, null);
     const record = readsByGet(t)
-      ? this.cached(`${operation}:${match}:${String(value)}`, t, () => this.call(operation, { [match]: value }))
+      ? this.cached(`${operation}:${match}:${textOf(value)}`, t, () => this.call(operation, { [match]: value }))
       : then(this.cached(`${operation}:${match}`, t, () => this.indexedList(operation, match)), (index) => (index as Map<unknown, Doc>).get(value));
     return then(record, (found) => replaceField(fields, from, to, isJsonObject(found) ? (found[take] ?? null) : null));
   }

@@ -80,6 +80,19 @@ describe('v2 and MCP fuzzing [pglite]', () => {
     expect(() => expectNoInternalDetail(`{"message":"boom at Object.run (/srv/app/dist/x.js:1:2)"}`, {})).toThrow(/internal detail/);
   });
 
+  // Found by the fuzzer (seed 260662883): String() of an object whose own toString is "" threw, a 500.
+  it('answers a teamId object whose toString is not a function with a 4xx, not 500', async () => {
+    const response = await t.app.inject({
+      method: 'PATCH',
+      url: `${t.core.mappings.sunset.prefix}/employees/${t.demo.employees.dana}`,
+      headers: { 'x-api-key': v2Key, 'content-type': 'application/json' },
+      payload: { teamId: { toString: '' } },
+    });
+    expect(response.statusCode).toBeGreaterThanOrEqual(400);
+    expect(response.statusCode).toBeLessThan(500);
+    expectV2Answer({ status: response.statusCode, text: response.body }, {});
+  });
+
   let nextId = 10;
   async function rpc(body: unknown) {
     const response = await fetch(t.mcpUrl, {

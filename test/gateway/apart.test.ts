@@ -118,6 +118,24 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     expect((await gateway.inject({ url: '/openapi-v2.json' })).json().info.title).toContain('v2 (deprecated)');
   });
 
+  // Hostile review: a path parameter taken from the body was stringified as it came, a 500 for an object
+  // whose toString is not a function, and `..` or a missing one reached another v4 path.
+  it.each([
+    ['an object', { toString: 1 }],
+    ['a missing one', undefined],
+    ['a dot segment', '..'],
+  ])('answers a path parameter from the body that is %s with 400, as in process', async (_case, employeeId) => {
+    const res = await client(gateway, demo.legacyKeys.full).post('/v2/employees/products/productInUse', {
+      ...(employeeId === undefined ? {} : { employeeId }),
+      serialNumber: 'SN-APART-1',
+      productType: 'Mice',
+      manufacturer: 'Logitech',
+      model: 'MX Master 3S',
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'validation_failed', details: [{ field: 'id' }] });
+  });
+
   it('keeps the v2 403 of a key lacking the route scope', async () => {
     const [someone] = await employees();
     const res = await client(gateway, demo.legacyKeys.addressOnly).patch(`/v2/employees/${someone!.id as string}`, { displayName: 'X' });
