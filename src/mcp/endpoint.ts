@@ -10,6 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../access/principal.js';
+import type { AnyOperation } from '../operations/operation.js';
 import type { Core } from '../core.js';
 import { AppError, ServiceUnavailable } from '../errors.js';
 import { ClientReplies } from './client-replies.js';
@@ -18,6 +19,7 @@ import { rateLimiter } from '../http/rate-limit.js';
 import { isOAuthScope } from '../oauth/scopes.js';
 import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { registerIcons } from './icons.js';
+import { inFlightLimit, type Release } from './in-flight.js';
 import { createMcpMetrics } from './metrics.js';
 import { createModernLeg, header, modernRoute, MODERN_PROTOCOL_VERSIONS, type ModernRoute } from './modern.js';
 import { acceptsBatches, answerWithoutSdkServer, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
@@ -27,10 +29,16 @@ import { canCall, toolOperation } from './tools.js';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
+/** The largest MCP body: a tool call's arguments are a few kilobytes; larger is refused before it is read. */
+export const MCP_BODY_LIMIT_BYTES = 64 * 1024;
+/** MCP requests one credential may have in flight on one instance (an approval's stream holds its place). */
+export const MCP_IN_FLIGHT_PER_CREDENTIAL = 8;
+
 /** JSON-RPC error codes the SDK's transport uses for HTTP-level refusals. */
 const SERVER_ERROR = -32000;
 const SESSION_NOT_FOUND = -32001;
 const INVALID_REQUEST = -32600;
+const INVALID_PARAMS = -32602;
 const PARSE_ERROR = -32700;
 
 /** The id of a body that is one JSON-RPC request; null for a batch, a notification or no body (JSON-RPC 2.0 §5). */
@@ -77,10 +85,15 @@ function initializeRequest(message: JSONRPCMessage): (InitializeRequest & JSONRP
   return isRequest(message) && message.method === 'initialize' && isInitializeRequest(message) ? message : undefined;
 }
 
+/** The tool a tools/call names; undefined for any other request, or a name that is not a string. */
+function calledTool(request: JSONRPCRequest): AnyOperation | undefined {
+  const name = request.method === 'tools/call' ? request.params?.name : undefined;
+  return typeof name === 'string' ? toolOperation(name) : undefined;
+}
+
 /** A scope the connection lacks for this tool call but could be granted; what OAuth never grants is an ordinary tool error instead. */
 function missingScope(principal: Principal, request: JSONRPCRequest): string | undefined {
-  if (request.method !== 'tools/call') return undefined;
-  const op = toolOperation(String(request.params?.name));
+  const op = calledTool(request);
   return op?.capability && !canCall(principal, op) && isOAuthScope(op.capability) ? op.capability : undefined;
 }
 
@@ -90,10 +103,12 @@ interface ServedCall {
   request: JSONRPCRequest;
   /** The request initialized the session: its id goes out in Mcp-Session-Id. */
   created: boolean;
+  /** Gives back the request's place in flight. */
+  release: Release;
 }
 
 function wantsApproval(session: McpSession, request: JSONRPCRequest): boolean {
-  return canElicit(session.clientCapabilities) && request.method === 'tools/call' && toolOperation(String(request.params?.name))?.readOnly === false;
+  return canElicit(session.clientCapabilities) && calledTool(request)?.readOnly === false;
 }
 
 export async function registerMcp(app: FastifyInstance, core: Core): Promise<void> {
@@ -115,28 +130,48 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     await modern.close();
   });
 
+  const inFlight = inFlightLimit(core.metrics.registry, MCP_IN_FLIGHT_PER_CREDENTIAL);
+  /** What onRequest established for a request it let through. */
+  const admitted = new WeakMap<FastifyRequest, { principal: Principal; release: Release }>();
+
+  /** Sessions unreachable while Redis reconnects (or another dependency down): a JSON-RPC refusal to retry. */
+  const unavailable = (reply: FastifyReply, error: unknown) => {
+    if (!(error instanceof ServiceUnavailable) || reply.sent) throw error;
+    void reply.header('retry-after', String(error.retryAfterSeconds));
+    return refuse(reply, 503, error.message, SERVER_ERROR, { code: error.code });
+  };
+
   app.route({
     method: ['GET', 'POST', 'DELETE'],
     url: MCP_PATH,
+    bodyLimit: MCP_BODY_LIMIT_BYTES,
+    // Origin, credential and the credential's places in flight, before the body is read: a refused
+    // request costs no parse, and the places count credentials as authentication knows them.
+    onRequest: async (request, reply) => {
+      try {
+        return await admit(request, reply);
+      } catch (error) {
+        return unavailable(reply, error);
+      }
+    },
     handler: async (request, reply) => {
       try {
-        return await handle(request, reply);
+        return await handle(request, reply, admitted.get(request)!);
       } catch (error) {
-        if (!(error instanceof ServiceUnavailable) || reply.sent) throw error;
-        // Sessions unreachable while Redis reconnects (or another dependency down): a JSON-RPC refusal to retry.
-        void reply.header('retry-after', String(error.retryAfterSeconds));
-        return refuse(reply, 503, error.message, SERVER_ERROR, { code: error.code });
+        return unavailable(reply, error);
       }
     },
     // A body Fastify could not read (malformed, __proto__, too large, not JSON) answers in JSON-RPC, as
     // every other refusal of this endpoint does; anything else goes on to the app's handler.
     errorHandler: (error: FastifyError, _request, reply) => {
       if (!error.code?.startsWith('FST_ERR_CTP_') || (error.statusCode ?? 500) >= 500) throw error;
-      return refuse(reply, error.statusCode!, `The body could not be read as JSON-RPC: ${error.message}`, PARSE_ERROR);
+      const why = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `it is larger than the MCP endpoint's limit of ${MCP_BODY_LIMIT_BYTES} bytes` : error.message;
+      return refuse(reply, error.statusCode!, `The body could not be read as JSON-RPC: ${why}`, PARSE_ERROR);
     },
   });
 
-  async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  /** Refuses the request (the answer is sent) or records its principal and place for the handler. */
+  async function admit(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     if (!originAllowed(core, header(request, 'origin'))) {
       return refuse(reply, 403, `Origin ${header(request, 'origin')} may not use this MCP endpoint`);
     }
@@ -149,6 +184,18 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       void reply.header('www-authenticate', bearerChallenge(core, { error: challenge }));
       return refuse(reply, 401, error.message, SERVER_ERROR, { code: error.code });
     }
+    const release = inFlight.enter(principalBinding(principal), reply);
+    if (!release) {
+      core.metrics.http.recordRateLimited('mcp_in_flight');
+      void reply.header('retry-after', '1');
+      const message = `Too many MCP requests in flight for this credential (at most ${MCP_IN_FLIGHT_PER_CREDENTIAL}); retry when one is answered`;
+      return refuse(reply, 429, message, SERVER_ERROR, { code: 'rate_limited' });
+    }
+    admitted.set(request, { principal, release });
+    return undefined;
+  }
+
+  async function handle(request: FastifyRequest, reply: FastifyReply, { principal, release }: { principal: Principal; release: Release }): Promise<FastifyReply> {
     if (request.method === 'GET') {
       // No server-initiated messages outside a request: the spec lets us decline the GET stream.
       return refuse(reply.header('allow', 'POST, DELETE'), 405, 'This server offers no GET stream; POST JSON-RPC messages');
@@ -170,7 +217,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       replies.end(session.id);
       return reply.status(204).send();
     }
-    return post(request, reply, principal);
+    return post(request, reply, principal, release);
   }
 
   /** A 2026-07-28 request: no session; the scope check is ours, everything else the modern leg's. */
@@ -197,7 +244,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     return session;
   }
 
-  async function post(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<FastifyReply> {
+  async function post(request: FastifyRequest, reply: FastifyReply, principal: Principal, release: Release): Promise<FastifyReply> {
     const accept = header(request, 'accept') ?? '';
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
       return refuse(reply, 406, 'Not Acceptable: Accept must list both application/json and text/event-stream');
@@ -214,7 +261,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     const message = parseBody(request.body);
     if (!message) return refuse(reply, 400, 'The body must be a JSON-RPC 2.0 message', PARSE_ERROR);
     const initialize = initializeRequest(message);
-    if (initialize) return open(request, reply, principal, initialize);
+    if (initialize) return open(request, reply, principal, initialize, release);
 
     const session = await sessionOf(request, reply, principal);
     if (!session) return reply;
@@ -223,15 +270,25 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) replies.deliver(session.id, message);
       return reply.status(202).send();
     }
+    if (message.method === 'tools/call' && typeof message.params?.name !== 'string') {
+      // The SDK would answer an internal error (-32603) for the client's mistake.
+      return reply.type('application/json').send({ jsonrpc: '2.0', id: message.id, error: { code: INVALID_PARAMS, message: 'params.name must be a tool name (a string)' } });
+    }
     if (refusedForScope(reply, principal, message)) return reply;
     const context = { core, principal, requestId: request.id, metrics, log: request.log };
     const answer = await answerWithoutSdkServer(context, message, session.clientCapabilities);
     if (answer) return reply.type('application/json').send(answer);
-    return serve(request, reply, { principal, session, request: message, created: false });
+    return serve(request, reply, { principal, session, request: message, created: false, release });
   }
 
   /** Opens a session for an initialize request, within the principal's hourly allowance, and answers it. */
-  async function open(request: FastifyRequest, reply: FastifyReply, principal: Principal, initialize: InitializeRequest & JSONRPCRequest): Promise<FastifyReply> {
+  async function open(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    principal: Principal,
+    initialize: InitializeRequest & JSONRPCRequest,
+    release: Release,
+  ): Promise<FastifyReply> {
     try {
       await sessionLimit(reply, { principal: principalBinding(principal) });
     } catch (error) {
@@ -247,7 +304,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       createdAt: core.now().getTime(),
     };
     await sessions.create(session);
-    return serve(request, reply, { principal, session, request: initialize, created: true });
+    return serve(request, reply, { principal, session, request: initialize, created: true, release });
   }
 
   /** The POST's bound session, in the revision it negotiated; otherwise the refusal is sent. */
@@ -270,7 +327,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     if (principal.credential.kind !== 'oauth') return false;
     const scope = missingScope(principal, request);
     if (scope === undefined) return false;
-    metrics.recordToolCall(String(request.params?.name), 'insufficient_scope');
+    metrics.recordToolCall(calledTool(request)?.name ?? 'unknown', 'insufficient_scope');
     const wanted = [...new Set([...principal.credential.scopes, scope])];
     void reply.header('www-authenticate', bearerChallenge(core, { error: 'insufficient_scope', scope: wanted }));
     void refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, { code: 'insufficient_scope' });
@@ -280,20 +337,23 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   /** Hands the request to a fresh SDK server and transport; the session itself is ours. */
   async function serve(request: FastifyRequest, reply: FastifyReply, call: ServedCall) {
     const { principal, session, created } = call;
+    const approval = wantsApproval(session, call.request);
     const server = createMcpServer({ core, principal, requestId: request.id, metrics, log: request.log }, session.clientCapabilities);
     reply.hijack();
     // Hooks set their headers on the reply, which a hijacked reply no longer sends.
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
     if (created) reply.raw.setHeader('mcp-session-id', session.id);
 
-    if (!wantsApproval(session, call.request)) {
+    if (!approval) {
       const transport = new JsonResponseTransport(reply.raw);
       await server.connect(transport);
       reply.raw.on('close', () => void server.close());
       transport.receive(call.request, { requestInfo: { headers: request.headers } });
       return reply;
     }
-    // A write that asks the user for approval needs the SDK's stream to ask on.
+    // A write that asks the user for approval needs the SDK's stream to ask on. While it waits on the
+    // user it holds no place in flight: the user's answer comes back in a POST of its own, which needs one.
+    call.release();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     const forget = replies.attach(transport, session.id);
     await server.connect(transport);
