@@ -520,6 +520,12 @@ ALTER TABLE legacy_keys ADD COLUMN enable_reason text;
 ALTER TABLE legacy_keys ADD CONSTRAINT legacy_keys_enabled_by CHECK ((enabled_at IS NULL) = (enabled_by IS NULL));
 `,
   },
+  {
+    // A refresh token's spare use within the grace is gone: a repeat gets the rotation's own answer
+    // (src/oauth/refresh-successor.ts), so the count of spare uses is no longer kept.
+    id: '0018_drop_refresh_grace_uses',
+    up: `ALTER TABLE oauth_records DROP COLUMN grace_uses;`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;
