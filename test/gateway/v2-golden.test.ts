@@ -588,7 +588,8 @@ describe.each(backends())('v2 routes without a v4 successor, forwarded [%s]', (b
     // Only the legacy API is mocked; the PostgreSQL backend stays reachable on loopback.
     nock.disableNetConnect();
     nock.enableNetConnect(/127\.0\.0\.1|localhost/);
-    t = await startTestApp(backend, { config: { legacyV2Upstream: `${UPSTREAM}/api`, legacyV2TimeoutMs: 200 }, core: { now: () => NOW } });
+    // A budget no busy machine's successful forward reaches; only the too-slow case waits it out.
+    t = await startTestApp(backend, { config: { legacyV2Upstream: `${UPSTREAM}/api`, legacyV2TimeoutMs: 2_000 }, core: { now: () => NOW } });
     const key = await createLegacyKey(t.core, mappings, {
       companyId: t.demo.companies.acme,
       name: 'catalog sync',
@@ -666,7 +667,7 @@ describe.each(backends())('v2 routes without a v4 successor, forwarded [%s]', (b
     expect(down.body.error).toMatchObject({ status: 502, code: 'v2_upstream_unavailable' });
     expect(down.headers.sunset).toBe(SUNSET);
 
-    nock(UPSTREAM).get('/api/catalogs').delay(1000).reply(200, []);
+    nock(UPSTREAM).get('/api/catalogs').delay(10_000).reply(200, []);
     const slow = await client(t.app, rawKey).get('/v2/catalogs');
     expect(slow.status).toBe(504);
     expect(slow.body.error.code).toBe('v2_upstream_timeout');
