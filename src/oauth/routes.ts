@@ -81,6 +81,34 @@ function formBody(body: unknown, resource: string, kind: 'authorization' | 'toke
   return adjustAuthorizationParams(params, resource, kind) ? Buffer.from(params.toString()) : body;
 }
 
+/** A form-urlencoded value (RFC 6749 §2.3.1 encodes Basic's id and secret so), or undefined when malformed. */
+function formDecoded(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A public client presenting HTTP Basic with an empty secret (Goose-like clients do) is a client of
+ * method none: its id moves into the form, where a public client sends it, and the header goes. A
+ * secret, or an id differing from the form's, is left for the provider to refuse.
+ */
+function basicWithoutSecretAsNone(request: FastifyRequest): void {
+  const header = request.headers.authorization;
+  const encoded = typeof header === 'string' ? /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header)?.[1] : undefined;
+  if (encoded === undefined || !Buffer.isBuffer(request.body)) return;
+  const credentials = Buffer.from(encoded, 'base64').toString('utf8');
+  if (!credentials.endsWith(':') || credentials.indexOf(':') !== credentials.length - 1) return;
+  const clientId = formDecoded(credentials.slice(0, -1));
+  const form = new URLSearchParams(request.body.toString('utf8'));
+  if (!clientId || (form.has('client_id') && form.get('client_id') !== clientId)) return;
+  form.set('client_id', clientId);
+  request.body = Buffer.from(form.toString());
+  delete request.headers.authorization;
+}
+
 /** The client_id of a token request's form body (public clients send it there), if readable. */
 function clientIdOf(body: unknown): string | undefined {
   if (!Buffer.isBuffer(body)) return undefined;
@@ -151,7 +179,8 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
       await provide(request, reply, isObject ? Buffer.from(JSON.stringify(registrationMetadata(metadata as Record<string, unknown>))) : raw);
     });
     // Read here for the per-client limit, and to normalise `resource`.
-    scope.post(OAUTH_PATHS.token, { preHandler: [limitTokenPerIp, limitTokenPerClient] }, (request, reply) =>
+    const publicBasic = async (request: FastifyRequest) => basicWithoutSecretAsNone(request);
+    scope.post(OAUTH_PATHS.token, { preHandler: [publicBasic, limitTokenPerIp, limitTokenPerClient] }, (request, reply) =>
       provide(request, reply, formBody(request.body, oauth.resource, 'token')),
     );
     for (const path of [OAUTH_PATHS.authorization, OAUTH_PATHS.pushed_authorization_request]) {
