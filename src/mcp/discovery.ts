@@ -34,9 +34,14 @@ export function protectedResourceMetadata(baseUrl: string) {
   };
 }
 
-/** Served at the root form and at the path-inserted form RFC 9728 derives from the resource `{base}/mcp`. */
+/** The protected-resource metadata at the root form and the path-inserted form RFC 9728 derives from `{base}/mcp`. */
+const RESOURCE_METADATA_PATHS = [METADATA_PATH, `${METADATA_PATH}${MCP_PATH}`];
+
+/** Every document a client reads to connect: the resource's metadata and the authorization server's. */
+export const DISCOVERY_PATHS = [...RESOURCE_METADATA_PATHS, '/.well-known/oauth-authorization-server'];
+
 export function registerProtectedResourceMetadata(app: FastifyInstance, core: Core): void {
-  for (const url of [METADATA_PATH, `${METADATA_PATH}${MCP_PATH}`]) {
+  for (const url of RESOURCE_METADATA_PATHS) {
     app.get(url, async () => protectedResourceMetadata(publicBaseUrl(core)));
   }
 }

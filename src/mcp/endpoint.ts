@@ -17,7 +17,9 @@ import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';
 import { rateLimiter } from '../http/rate-limit.js';
 import { isOAuthScope } from '../oauth/scopes.js';
-import { bearerChallenge, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
+import { bearerChallenge, DISCOVERY_PATHS, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
+import { originAllowed, registerCors } from '../http/cors.js';
+import { OAUTH_PATHS } from '../oauth/provider.js';
 import { registerIcons } from './icons.js';
 import { inFlightLimit, type Release } from './in-flight.js';
 import { createMcpMetrics } from './metrics.js';
@@ -27,7 +29,6 @@ import { canElicit } from './tool-calls.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
 import { canCall, toolOperation } from './tools.js';
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** The largest MCP body: a tool call's arguments are a few kilobytes; larger is refused before it is read. */
 export const MCP_BODY_LIMIT_BYTES = 64 * 1024;
@@ -53,23 +54,6 @@ function refuse(reply: FastifyReply, status: number, message: string, code = SER
     .status(status)
     .type('application/json')
     .send({ jsonrpc: '2.0', id: requestIdOf(reply.request.body), error: { code, message, ...(data === undefined ? {} : { data }) } });
-}
-
-/**
- * DNS rebinding defence: a browser page may only reach /mcp from our own public origin, a
- * loopback origin or a configured one. Requests without Origin (every non-browser client) pass.
- */
-function originAllowed(core: Core, origin: string | undefined): boolean {
-  if (origin === undefined) return true;
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    return false;
-  }
-  if (LOOPBACK_HOSTS.has(url.hostname)) return true;
-  const configured = core.config.publicBaseUrl ? [new URL(core.config.publicBaseUrl).origin] : [];
-  return [...configured, ...core.config.mcpAllowedOrigins.map((o) => new URL(o).origin)].includes(url.origin);
 }
 
 /** The POST's JSON-RPC message; undefined when the body is not one (a batch is refused before, see acceptsBatches). */
@@ -116,6 +100,9 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   const sessions = sharedSessionStore(core.shared);
   const replies = new ClientReplies();
   const metrics = createMcpMetrics(core.metrics.registry);
+  // Before the routes it serves: a browser client reads the endpoint and the discovery documents across
+  // origins, and registers itself (oidc-provider answers CORS on its other endpoints, not on registration).
+  registerCors(app, core, [MCP_PATH, ...DISCOVERY_PATHS, OAUTH_PATHS.registration]);
   registerProtectedResourceMetadata(app, core);
   registerIcons(app);
 
@@ -172,6 +159,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
 
   /** Refuses the request (the answer is sent) or records its principal and place for the handler. */
   async function admit(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    // DNS rebinding defence: a browser page may reach /mcp only from an allowed origin.
     if (!originAllowed(core, header(request, 'origin'))) {
       return refuse(reply, 403, `Origin ${header(request, 'origin')} may not use this MCP endpoint`);
     }

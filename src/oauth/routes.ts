@@ -161,6 +161,8 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     // oidc-provider reads an already-read body from req.body (and warns once that it did).
     Object.assign(request.raw, { body });
     reply.hijack();
+    // Hooks set their headers (CORS on registration) on the reply, which a hijacked reply no longer sends.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
     await handle(request.raw, reply.raw);
   };
   await app.register(async (scope) => {
