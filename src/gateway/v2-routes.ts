@@ -201,7 +201,9 @@ async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest
 /** Every v2 failure in the v2 error shape. */
 function answerV2Error(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
   const appError = toAppError(error);
-  if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
+  // The documented 501 of a route without a v4 successor is an answer by design, not a fault of ours.
+  if (appError.code === 'no_v4_successor') request.log.info({ code: appError.code }, 'v2 route without a v4 successor answered 501');
+  else if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
   if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
   void reply.status(appError.status).send(v2ErrorBody(appError));
 }

@@ -42,5 +42,6 @@ export async function withCore<T>(flags: StoreFlags, work: (core: Core) => Promi
 }
 
 export function output(flags: StoreFlags, data: unknown, human: string): void {
-  process.stdout.write(flags.json ? `${JSON.stringify(data, null, 2)}\n` : `${human}\n`);
+  // One object on one line: with `serve --json` the JSON log lines follow on the same stream.
+  process.stdout.write(flags.json ? `${JSON.stringify(data)}\n` : `${human}\n`);
 }

@@ -69,6 +69,8 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
     const seeded = run('seed', '--demo', '--json');
     expect(seeded.stderr).toBe('');
     expect(seeded.code).toBe(0);
+    // One JSON object on one line, as the log lines that follow it on `serve --json`'s stdout.
+    expect(seeded.stdout.trimEnd().split('\n')).toHaveLength(1);
     const demo = JSON.parse(seeded.stdout);
     for (const who of ['admin', 'manager', 'employee']) expect(demo.apiKeys[who]).toMatch(/^svc_sk_/);
     for (const which of ['full', 'addressOnly']) expect(demo.legacyKeys[which]).toMatch(/^lk_live_/);

@@ -100,6 +100,16 @@ describe('hostile review findings', () => {
     });
   });
 
+  // An ops review: the documented 501 of a v2 route without a v4 successor was logged as an error, with a stack.
+  it('answers a v2 route without a v4 successor with its 501, logging no error', async () => {
+    const { rawKey } = await createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name: 'Catalog sync', scopes: ['api.catalogs.getAll'] });
+    errorLines.length = 0;
+    const response = await fetch(`${s.baseUrl}/v2/catalogs`, { headers: { 'x-api-key': rawKey! } });
+    expect(response.status).toBe(501);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('no_v4_successor');
+    expect(errorLines).toEqual([]);
+  });
+
   it('names an unknown query field such as `constructor` as itself, not as a property of Object', async () => {
     const response = await fetch(`${s.baseUrl}/v4/employees?constructor=x`, { headers: { 'x-api-key': s.demo.apiKeys.admin } });
     expect(response.status).toBe(400);
