@@ -92,7 +92,7 @@ export const ConfigSchema = z.object({
 export type Config = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;
 
-/** Environment variable for each setting; the README's configuration table mirrors this. */
+/** Environment variable for each setting; docs/configuration.md's table mirrors this. */
 export const ENV_NAMES: Record<keyof Config, string> = {
   host: 'HOST',
   port: 'PORT',

@@ -8,7 +8,7 @@ import { untilHealthy } from './healthz.js';
 import { freePort } from './ports.js';
 
 /**
- * Where a page test saves a screenshot: the README's docs/screenshots/ when refreshing them
+ * Where a page test saves a screenshot: docs/screenshots/ when refreshing them
  * (UPDATE_SCREENSHOTS=1), else a temporary directory, so that a test run leaves the checkout clean.
  */
 export function screenshotPath(name: string): string {

@@ -25,7 +25,7 @@ interface Check {
  * The server scenarios that apply to a tools-only server, per protocol revision. The others
  * exercise features this server does not offer (resources, prompts, logging, sampling, completion,
  * resumable SSE polling) or the suite's own fixture tools (test_simple_text, test_image_content, …);
- * the README lists them with the reason.
+ * docs/mcp.md lists them with the reason.
  */
 const SCENARIOS = [
   ['2025-11-25', ['server-initialize', 'server-session-lifecycle', 'ping', 'tools-list', 'dns-rebinding-protection', 'server-sse-multiple-streams']],
