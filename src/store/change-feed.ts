@@ -14,6 +14,11 @@ const CHANNEL = 'svc_changes';
 export interface ChangeFeed {
   /** False while notifications may be missed (listener reconnecting): caches must not serve then. */
   readonly live: boolean;
+  /**
+   * Resolves once every change committed before the call, by any process, has been heard; undefined
+   * when that is always so already (one process). Rejects when it cannot be known.
+   */
+  caughtUp(): Promise<void> | undefined;
   /** Moves on every change of the topic: a value loaded across a move may be stale and is not kept. */
   generation(topic: ChangeTopic): number;
   subscribe(topic: ChangeTopic, onChange: () => void): void;
@@ -32,7 +37,7 @@ export async function openChangeFeed(db: Db, logger: Logger): Promise<ChangeFeed
     generations.set(topic, generations.get(topic)! + 1);
     for (const onChange of subscribers.get(topic)!) onChange();
   };
-  const stop = await db.listen(
+  const listening = await db.listen(
     CHANNEL,
     (payload) => {
       const [topic, from] = payload.split(':');
@@ -55,17 +60,20 @@ export async function openChangeFeed(db: Db, logger: Logger): Promise<ChangeFeed
     get live() {
       return live;
     },
+    caughtUp: () => listening.caughtUp?.(),
     generation: (topic) => generations.get(topic)!,
     subscribe: (topic, onChange) => {
       subscribers.get(topic)!.push(onChange);
     },
-    close: stop,
+    close: () => listening.stop(),
   };
 }
 
 /**
  * A bounded cache of values that changes of its topics invalidate. A value is kept only if no change
- * happened while it loaded, so a read racing a revocation never caches what was revoked.
+ * happened while it loaded, so a read racing a revocation never caches what was revoked; a hit is served
+ * only once the feed has heard every change committed before it, so a revocation on another instance
+ * bites at the next request here.
  */
 export class TopicCache<V> {
   private readonly entries = new Map<string, V>();
@@ -89,11 +97,19 @@ export class TopicCache<V> {
    * request and every v2 lookup), or `load()`'s; `keep` decides which loaded values are worth caching.
    */
   get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): V | Promise<V> {
-    if (this.feed.live) {
-      const hit = this.entries.get(key);
-      if (hit !== undefined) return hit;
-    }
-    return this.loadInto(key, load, keep);
+    const hit = this.hit(key);
+    if (hit === undefined) return this.loadInto(key, load, keep);
+    const caughtUp = this.feed.caughtUp();
+    if (!caughtUp) return hit;
+    // A change heard meanwhile has emptied the entry; a feed that cannot tell is not trusted.
+    return caughtUp.then(
+      () => this.hit(key) ?? this.loadInto(key, load, keep),
+      () => this.loadInto(key, load, keep),
+    );
+  }
+
+  private hit(key: string): V | undefined {
+    return this.feed.live ? this.entries.get(key) : undefined;
   }
 
   private async loadInto(key: string, load: () => Promise<V>, keep: (value: V) => boolean): Promise<V> {

@@ -22,8 +22,18 @@ export interface Db extends Queryable {
    * Call it before the first query. `onGap(false)` says notifications may be missed from now on
    * (the listening connection is lost); `onGap(true)` that listening resumed. Resolves once listening.
    */
-  listen(channel: string, onNotify: (payload: string) => void, onGap: (live: boolean) => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (payload: string) => void, onGap: (live: boolean) => void): Promise<Listening>;
   close(): Promise<void>;
+}
+
+export interface Listening {
+  /**
+   * Resolves once every notification of a commit made before the call has been delivered; rejects when
+   * that cannot be known (the listening connection is lost or stalled). Absent where notifications
+   * cannot lag behind commits: one process, whose own commits are heard before they return.
+   */
+  caughtUp?(): Promise<void>;
+  stop(): Promise<void>;
 }
 
 /** The plan_cache_mode of the sessions that run each fixed planning (Sql.planning); 'auto' leaves PostgreSQL's default. */
@@ -125,8 +135,10 @@ async function openPglite(dataDir: string): Promise<Db> {
     // One in-process connection: notifications cannot be missed, so there is never a gap.
     listen: async (channel, onNotify) => {
       const stop = await pg.listen(channel, onNotify);
-      return async () => {
-        if (!pg.closed) await stop();
+      return {
+        stop: async () => {
+          if (!pg.closed) await stop();
+        },
       };
     },
     close: async () => {
@@ -265,7 +277,18 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       // A dedicated connection hears other processes while the pool is idle; reconnected with backoff.
       // A heartbeat finds a half-open connection (no 'end' ever comes), which would otherwise leave caches trusted.
       let stopped = false;
-      let current: { client: InstanceType<typeof pg.Client>; heartbeat: NodeJS.Timeout } | undefined;
+      let current: { client: InstanceType<typeof pg.Client>; heartbeat: NodeJS.Timeout; lose: () => void } | undefined;
+      // A round trip on the listening connection, bounded: what stalls it is treated as a lost connection.
+      const roundTrip = (target: NonNullable<typeof current>) => {
+        const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('change listener did not answer')), HEARTBEAT_TIMEOUT_MS).unref());
+        return Promise.race([target.client.query('SELECT 1'), timeout]).then(
+          () => undefined,
+          (error: unknown) => {
+            target.lose();
+            throw error;
+          },
+        );
+      };
       const connect = async (attempt: number): Promise<void> => {
         // Named, so an operator can tell it in pg_stat_activity.
         const next = new pg.Client({ ...connection, application_name: CHANGE_LISTENER_NAME, keepAlive: true });
@@ -290,24 +313,41 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
           if (lost || stopped) return;
           lost = true;
           clearInterval(heartbeat);
+          if (current?.client === next) current = undefined;
           onGap(false);
           void next.end().catch(() => undefined);
           void connect(1);
         };
-        const heartbeat = setInterval(() => {
-          const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('listener heartbeat timed out')), HEARTBEAT_TIMEOUT_MS).unref());
-          void Promise.race([next.query('SELECT 1'), timeout]).catch(lose);
-        }, HEARTBEAT_MS).unref();
-        current = { client: next, heartbeat };
+        const heartbeat = setInterval(() => void roundTrip(current!).catch(() => undefined), HEARTBEAT_MS).unref();
+        current = { client: next, heartbeat, lose };
         next.on('end', lose);
         if (attempt > 0) onGap(true);
       };
       await connect(0);
-      return async () => {
-        stopped = true;
-        listeners.delete(channel);
-        if (current) clearInterval(current.heartbeat);
-        await current?.client.end().catch(() => undefined);
+      // The backend sends pending notifications before the answer to a query it reads after they were
+      // signalled, so a query sent after a commit elsewhere returns after that commit's notification.
+      // Callers arriving before a round trip is sent share it; later ones wait for the next.
+      let unsent: Promise<void> | undefined;
+      let previous: Promise<unknown> = Promise.resolve();
+      const caughtUp = () => {
+        if (unsent) return unsent;
+        const mine = previous.then(() => {
+          unsent = undefined;
+          if (!current || stopped) throw new Error('not listening');
+          return roundTrip(current);
+        });
+        unsent = mine;
+        previous = mine.catch(() => undefined);
+        return mine;
+      };
+      return {
+        caughtUp,
+        stop: async () => {
+          stopped = true;
+          listeners.delete(channel);
+          if (current) clearInterval(current.heartbeat);
+          await current?.client.end().catch(() => undefined);
+        },
       };
     },
     close: async () => {

@@ -106,8 +106,8 @@ describe.each(backends().filter((b) => b === 'postgres' && redisUrl()))('two ins
     expect((await me(urlB, key)).status).toBe(200);
 
     await revokeOnA(id);
-    // No wait: PostgreSQL sends the NOTIFY to B's listener at A's commit, before A answers the revoke;
-    // B reads it a full HTTP round trip before this request reaches it.
+    // No wait: before serving its cached grant, B makes a round trip on its listener, which PostgreSQL
+    // answers only after the notification of A's commit.
     const refused = await me(urlB, key);
     expect(refused.status).toBe(401);
     expect((await jsonOf(refused)).error.code).toBe('invalid_api_key');

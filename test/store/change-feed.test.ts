@@ -68,6 +68,18 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed across in
     await t.close();
   });
 
+  it('refuses a key revoked by another instance at its very next call, without waiting for the notification', async () => {
+    // In one process, nothing has read the other instance's listening socket when the revoke returns:
+    // without the round trip on its listener, the cached grant would be served once more.
+    for (let i = 0; i < 10; i++) {
+      const key = await keyWith(t, 'admin', ['mcp:teams:read']);
+      await me(other, key);
+      await me(other, key);
+      await revokeKey(t.core.db, parseApiKey(key)!.keyId);
+      await expect(me(other, key)).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+    }
+  });
+
   it('drops a key revoked by another instance when the notification arrives', async () => {
     const key = await keyWith(t, 'admin', ['mcp:teams:read']);
     await me(other, key);
@@ -138,6 +150,8 @@ describe('TopicCache', () => {
     let generation = 0;
     const feed = {
       live: true,
+      /** One process by default: nothing can lag behind. */
+      caughtUp: (): Promise<void> | undefined => undefined,
       generation: () => generation,
       subscribe: (_topic: ChangeTopic, onChange: () => void) => void subscribers.push(onChange),
       close: async () => {},
@@ -176,6 +190,25 @@ describe('TopicCache', () => {
     const notLive = cache.get('k', load);
     expect(notLive).toBeInstanceOf(Promise);
     expect(await notLive).toBe(6);
+  });
+
+  it('serves a hit only once the feed has caught up, and loads when a change came meanwhile or it cannot tell', async () => {
+    const feed = feedStub();
+    const cache = new TopicCache<number>(feed, 'credentials');
+    let loads = 0;
+    const load = async () => ++loads;
+    await cache.get('k', load);
+    let answer: 'change first' | 'nothing new' | 'cannot tell' = 'nothing new';
+    feed.caughtUp = () =>
+      answer === 'cannot tell'
+        ? Promise.reject(new Error('listener lost'))
+        : Promise.resolve().then(() => (answer === 'change first' ? feed.change() : undefined));
+    expect(await cache.get('k', load)).toBe(1);
+    answer = 'change first';
+    expect(await cache.get('k', load)).toBe(2);
+    answer = 'cannot tell';
+    expect(await cache.get('k', load)).toBe(3);
+    expect(loads).toBe(3);
   });
 
   it('does not keep a value loaded across a change, nor one `keep` refuses', async () => {
