@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import type { ShadowReport } from '../../src/gateway/shadow-check.js';
-import { client, startTestApp, type ListeningTestApp } from '../helpers/harness.js';
+import { client, startTestApp, type ListeningTestApp, EVENTUALLY } from '../helpers/harness.js';
 import { startShadowedApp, type LegacyV2Server } from '../helpers/legacy-v2.js';
 import { isolatedEnv, listen, svc } from './svc-process.js';
 
@@ -31,7 +31,7 @@ describe('svc migrate shadow-report against a server with the shadow check on [p
   const checkedRead = async (path: string) => {
     const before = await settled();
     expect((await fetch(`${t.baseUrl}${path}`, { headers: { 'x-api-key': rawKey } })).status).toBe(200);
-    await vi.waitFor(async () => expect(await settled()).toBe(before + 1));
+    await vi.waitFor(async () => expect(await settled()).toBe(before + 1), EVENTUALLY);
   };
 
   beforeAll(async () => {

@@ -81,7 +81,7 @@ describe('v4 upstream hung or down behind the separate gateway', () => {
       );
       expect(elapsedMs).toBeLessThan(BOUND_MS);
       // Each timed-out call aborted its request: nothing is left open at the upstream.
-      expect(await waitFor(() => upstream.open.size === 0, 2000), `${upstream.open.size} sockets still open`).toBe(true);
+      expect(await waitFor(() => upstream.open.size === 0, 10_000), `${upstream.open.size} sockets still open`).toBe(true);
     } finally {
       upstream.server.close();
     }

@@ -12,7 +12,7 @@ import { ServerProcess } from '../server/server-process.js';
 
 const GRACE_MS = 3000;
 // Signal delivery, process teardown and a loaded machine.
-const EXIT_MARGIN_MS = 3000;
+const EXIT_MARGIN_MS = 10_000;
 const BUFFER_BYTES = 256 * 1024;
 // Every request logs its URL: a 12 kB query makes each request log about 12 kB.
 const PADDED_URL = `/healthz?padding=${'x'.repeat(12_000)}`;

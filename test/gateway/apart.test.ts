@@ -11,7 +11,7 @@ import { createCore, type Core } from '../../src/core.js';
 import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
 import { mintSuccessorKey } from '../../src/gateway/cutover.js';
 import { createLegacyKey, resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
-import { backends, client, TEST_SECRET_KEY, freePort, adminQuery } from '../helpers/harness.js';
+import { backends, client, TEST_SECRET_KEY, freePort, adminQuery, EVENTUALLY } from '../helpers/harness.js';
 import { LegacyV2Server } from '../helpers/legacy-v2.js';
 
 /*
@@ -249,7 +249,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     const report = (apiKey: string) => client(shadowGateway, apiKey).get('/v4/admin/shadow-report');
     try {
       expect((await client(shadowGateway, demo.legacyKeys.full).get('/v2/teams')).status).toBe(200);
-      await vi.waitFor(async () => expect((await report(demo.apiKeys.admin!)).body.data.totals.compared).toBe(1));
+      await vi.waitFor(async () => expect((await report(demo.apiKeys.admin!)).body.data.totals.compared).toBe(1), EVENTUALLY);
       const found = (await report(demo.apiKeys.admin!)).body;
       expect(found).toMatchObject({ ok: true, data: { enabled: true, routes: [{ route: 'GET /teams', different: 1 }] } });
       expect(found.data.examples[0]).toMatchObject({ route: 'GET /teams', legacyKeyId: key.legacyKeyId, differences: [{ path: '[]', kind: 'added' }] });

@@ -6,7 +6,7 @@ import type { CompareRules } from '../../src/gateway/mappings.js';
 import type { ShadowReport } from '../../src/gateway/shadow-check.js';
 import { compareBodies } from '../../src/gateway/shadow-diff.js';
 import { FormBrowser } from '../oauth/support.js';
-import { backends, client, freePort, startTestApp, type ListeningTestApp } from '../helpers/harness.js';
+import { backends, client, freePort, startTestApp, type ListeningTestApp, EVENTUALLY } from '../helpers/harness.js';
 import { LegacyV2Server, startShadowedApp } from '../helpers/legacy-v2.js';
 
 /*
@@ -134,7 +134,7 @@ describe.each(backends())('shadow check against a legacy v2 API [%s]', (backend)
   const checkedRead = async (path: string) => {
     const before = settledChecks(await report());
     const res = await v2('GET', path);
-    await vi.waitFor(async () => expect(settledChecks(await report())).toBe(before + 1));
+    await vi.waitFor(async () => expect(settledChecks(await report())).toBe(before + 1), EVENTUALLY);
     return res;
   };
   const scrape = async () => (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
@@ -246,7 +246,7 @@ describe.each(backends())('shadow check against a legacy v2 API [%s]', (backend)
       expect(first.status).toBe(200);
       expect(Array.isArray(first.body)).toBe(true);
       // The caller holds its whole answer; the legacy API holds its call, unanswered.
-      await vi.waitFor(() => expect(legacy.pending).toBe(1));
+      await vi.waitFor(() => expect(legacy.pending).toBe(1), EVENTUALLY);
       // One legacy call at a time (SHADOW_MAX_IN_FLIGHT=1): this sample is dropped, its caller served.
       const second = await v2('GET', `/v2/teams/${t.demo.teams.sales}`);
       expect(second.status).toBe(200);

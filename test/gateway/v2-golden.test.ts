@@ -15,7 +15,7 @@ import { baseApp } from '../../src/http/app.js';
 import { registerRestRoutes } from '../../src/http/rest.js';
 import { MAX_PAGE_SIZE } from '../../src/operations/common.js';
 import { sql } from '../../src/store/sql.js';
-import { backends, client, startTestApp, type ApiResponse, type Backend, type TestApp } from '../helpers/harness.js';
+import { backends, client, startTestApp, type ApiResponse, type Backend, type TestApp, EVENTUALLY } from '../helpers/harness.js';
 import { v4Recorder, type RecordedV4Call } from '../helpers/recording-v4.js';
 
 /*
@@ -422,7 +422,7 @@ describe.each(DEPLOYMENTS)('v2 gateway golden answers [%s, %s]', (backend, deplo
     // Renamed through v4: the gateway's next answer looks the teams up again, and still finds the id.
     const seen = gateway.core.changes.generation('teams');
     expect((await bridge.patch(`/v4/teams/${t.demo.teams.sales}`, { name: 'Sales & Success' })).status).toBe(200);
-    await vi.waitFor(() => expect(gateway.core.changes.generation('teams')).toBeGreaterThan(seen));
+    await vi.waitFor(() => expect(gateway.core.changes.generation('teams')).toBeGreaterThan(seen), EVENTUALLY);
     const renamed = await v2(v2Key, 'GET', url);
     expect(lookups()).toBe(1);
     expect(renamed.body.teamId).toBe(t.demo.teams.sales);
@@ -513,7 +513,7 @@ describe.each(DEPLOYMENTS)('v2 gateway golden answers [%s, %s]', (backend, deplo
     // Apart, the gateway's cache drops the key when the database's notification reaches it (at once together).
     const seen = gateway.core.changes.generation('credentials');
     await disableLegacyKey(t.core, key.id);
-    await vi.waitFor(() => expect(gateway.core.changes.generation('credentials')).toBeGreaterThan(seen));
+    await vi.waitFor(() => expect(gateway.core.changes.generation('credentials')).toBeGreaterThan(seen), EVENTUALLY);
     const res = await v2(key.rawKey, 'GET', '/v2/teams');
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('legacy_key_disabled');

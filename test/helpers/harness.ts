@@ -110,3 +110,9 @@ export function client(app: FastifyInstance, apiKey?: string, extraHeaders: Reco
 
 /** Tests that run several `svc-server` commands in a row: each starts a process that opens the store. */
 export const SVC_SERVER_STEPS_TIMEOUT_MS = 120_000;
+
+/**
+ * For vi.waitFor on what settles in the background: ten times its default of a second, which a busy
+ * machine can exceed; a condition that holds returns at its first check.
+ */
+export const EVENTUALLY = { timeout: 10_000, interval: 50 };

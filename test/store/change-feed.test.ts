@@ -7,7 +7,7 @@ import { revokeKey, setUserDisabled } from '../../src/domain/admin.js';
 import { TopicCache, type ChangeTopic } from '../../src/store/change-feed.js';
 import { CHANGE_LISTENER_NAME } from '../../src/store/db.js';
 import { sql } from '../../src/store/sql.js';
-import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
+import { backends, startTestApp, type TestApp, EVENTUALLY } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
 
 /*
@@ -85,7 +85,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed across in
     await me(other, key);
     const seen = other.changes.generation('credentials');
     await revokeKey(t.core.db, parseApiKey(key)!.keyId);
-    await vi.waitFor(() => expect(other.changes.generation('credentials')).toBeGreaterThan(seen));
+    await vi.waitFor(() => expect(other.changes.generation('credentials')).toBeGreaterThan(seen), EVENTUALLY);
     await expect(me(other, key)).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
   });
 
@@ -110,7 +110,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed across in
     // Listening again: a revocation elsewhere still reaches it.
     const seen = other.changes.generation('credentials');
     await revokeKey(t.core.db, parseApiKey(key)!.keyId);
-    await vi.waitFor(() => expect(other.changes.generation('credentials')).toBeGreaterThan(seen));
+    await vi.waitFor(() => expect(other.changes.generation('credentials')).toBeGreaterThan(seen), EVENTUALLY);
     await expect(me(other, key)).rejects.toMatchObject({ status: 401 });
   });
 });
