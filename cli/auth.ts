@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { describeTarget, maskKey, parseEnvironment, resolveTarget, serverOf, writeConfig, type Account } from './config.js';
 import { CliError, EXIT, usageError } from './exit-codes.js';
 import { refuseLegacyKey, type Envelope } from './http.js';
-import { renderData, terminalWidth, useColour } from './output.js';
+import { readStdin, useColour, type CliIo } from './io.js';
+import { renderData, terminalWidth } from './output.js';
 import { Session, type GlobalOptions } from './session.js';
 
 /*
@@ -18,28 +19,26 @@ interface Me {
 }
 
 /** The key to log in with: --api-key, else a prompt on a terminal, else the first line of stdin. */
-async function readKey(given: string | undefined): Promise<string> {
+async function readKey(given: string | undefined, io: CliIo): Promise<string> {
   if (given) return given.trim();
-  if (process.stdin.isTTY) {
-    const prompt = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+  if (io.stdin?.isTTY) {
+    const prompt = createInterface({ input: io.stdin, output: io.stderr, terminal: true });
     try {
       return (await prompt.question('Paste your v4 API key (svc_sk_…): ')).trim();
     } finally {
       prompt.close();
     }
   }
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').split('\n')[0]!.trim();
+  return (await readStdin(io)).split('\n')[0]!.trim();
 }
 
 function print(session: Session, envelope: Envelope & { ok: true }, human: string): void {
-  if (session.format === 'json') process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
-  else process.stdout.write(human);
+  if (session.format === 'json') session.io.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
+  else session.io.stdout.write(human);
 }
 
 async function login(session: Session, name: string | undefined): Promise<void> {
-  const apiKey = await readKey(session.options.apiKey);
+  const apiKey = await readKey(session.options.apiKey, session.io);
   if (!apiKey) throw usageError('No API key: pass --api-key, or paste one when asked');
   await refuseLegacyKey(apiKey);
   const { environment: given, apiUrl, allowLocalhost } = session.options;
@@ -100,8 +99,8 @@ async function status(session: Session): Promise<void> {
       server: describeTarget(target),
     },
     session.format === 'text' ? 'text' : 'table',
-    terminalWidth(),
-    useColour(process.stdout),
+    terminalWidth(session.io),
+    useColour(session.io.stdout, session.io.env),
   ).stdout;
   const list = accounts.map((a) => `${a.active ? '*' : ' '} ${a.name}  ${a.environment ?? a.baseUrl}  ${a.key}`).join('\n');
   print(
@@ -140,9 +139,9 @@ function logout(session: Session, name: string | undefined): void {
   );
 }
 
-export function registerAuthCommands(program: Command): void {
+export function registerAuthCommands(program: Command, io: CliIo): void {
   const auth = program.command('auth').description('log in with v4 API keys: named accounts, one active');
-  const sessionOf = (command: Command) => new Session(command.optsWithGlobals<GlobalOptions>());
+  const sessionOf = (command: Command) => new Session(command.optsWithGlobals<GlobalOptions>(), io);
   auth
     .command('login')
     .description('store a v4 API key as a named account and make it active; checks it with GET /v4/me (a legacy v2 key is refused)')

@@ -45,13 +45,16 @@ export interface StoredConfig {
 }
 
 /** `$XDG_CONFIG_HOME/svc/config.json` (default ~/.config), or `%APPDATA%\svc\config.json` on Windows. */
-export function configPath(env: NodeJS.ProcessEnv = process.env): string {
+export function configPath(env: NodeJS.ProcessEnv): string {
   const base =
-    env.XDG_CONFIG_HOME || (process.platform === 'win32' && env.APPDATA ? env.APPDATA : join(homedir(), '.config'));
+    env.XDG_CONFIG_HOME || (process.platform === 'win32' && env.APPDATA ? env.APPDATA : join(homeDirectory(env), '.config'));
   return join(base, 'svc', 'config.json');
 }
 
-export function readConfig(path = configPath()): StoredConfig {
+/** What os.homedir() answers, but from the run's environment: $HOME first, except on Windows. */
+const homeDirectory = (env: NodeJS.ProcessEnv) => (process.platform !== 'win32' && env.HOME !== undefined ? env.HOME : homedir());
+
+export function readConfig(path: string): StoredConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -81,7 +84,7 @@ function migrateAccount(account: Account, config: StoredConfig): void {
 }
 
 /** Written to a temporary file and renamed, readable by its owner only (0600 in a 0700 directory). */
-export function writeConfig(config: StoredConfig, path = configPath()): void {
+export function writeConfig(config: StoredConfig, path: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${process.pid}.tmp`;
   writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });

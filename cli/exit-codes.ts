@@ -1,3 +1,5 @@
+import { useColour, type CliIo } from './io.js';
+
 /** The exit codes of `svc`, documented by `svc help exit-codes`; scripts and CI rely on them. */
 export const EXIT = {
   ok: 0,
@@ -59,8 +61,8 @@ export const usageError = (message: string, details?: unknown) => new CliError(E
  * The one way svc starts a message on stderr: `svc: error: ` for anything that fails the
  * command, `svc: warning: ` for what does not; the word red or yellow on a terminal.
  */
-export function messageLine(kind: 'error' | 'warning', text: string, stream: NodeJS.WriteStream = process.stderr): string {
-  const colour = stream.isTTY === true && !process.env.NO_COLOR ? (kind === 'error' ? 31 : 33) : undefined;
+export function messageLine(kind: 'error' | 'warning', text: string, io: Pick<CliIo, 'stderr' | 'env'>): string {
+  const colour = useColour(io.stderr, io.env) ? (kind === 'error' ? 31 : 33) : undefined;
   const word = colour === undefined ? kind : `\x1b[${colour}m${kind}\x1b[39m`;
   return `svc: ${word}: ${text}${text.endsWith('\n') ? '' : '\n'}`;
 }

@@ -1,6 +1,7 @@
 import { API_KEY_PREFIX } from '../src/access/api-keys.js';
 import { CliError, DEFAULT_TIMEOUT_SECONDS, EXIT, exitCodeForStatus, usageError } from './exit-codes.js';
 import type { Target } from './config.js';
+import type { CliIo } from './io.js';
 import { packageVersion } from '../src/version.js';
 
 /** The v4 envelope, success or failure, exactly as the API sent it. */
@@ -61,10 +62,16 @@ function redirectRefused(method: string, url: URL, response: Response): CliError
 const isTimeout = (error: unknown) => error instanceof Error && error.name === 'TimeoutError';
 
 /**
- * One call to the v4 API, answered in full within `timeoutSeconds` (headers and body); resolves
- * with the success envelope, throws ApiError or CliError otherwise.
+ * One call to the v4 API with the run's fetch, answered in full within `timeoutSeconds` (headers
+ * and body); resolves with the success envelope, throws ApiError or CliError otherwise.
  */
-export async function callApi(target: Target, apiKey: string, request: ApiRequest, timeoutSeconds: number): Promise<Envelope & { ok: true }> {
+export async function callApi(
+  fetch: CliIo['fetch'],
+  target: Target,
+  apiKey: string,
+  request: ApiRequest,
+  timeoutSeconds: number,
+): Promise<Envelope & { ok: true }> {
   await refuseLegacyKey(apiKey);
   const url = new URL(request.path, target.baseUrl);
   for (const [name, value] of Object.entries(request.query ?? {})) url.searchParams.set(name, value);

@@ -4,7 +4,8 @@ import type { AnyOperation } from '../src/operations/operation.js';
 import { buildInput, describeInput, describeIssues, pathParamsOf, type FieldFlag } from './args.js';
 import { usageError } from './exit-codes.js';
 import type { Envelope } from './http.js';
-import { renderData, style, terminalWidth, useColour, type DataFormat } from './output.js';
+import { readStdin, useColour, type CliIo } from './io.js';
+import { renderData, style, terminalWidth, type DataFormat } from './output.js';
 import type { Session } from './session.js';
 
 /*
@@ -42,10 +43,10 @@ function optionFor(flag: FieldFlag): Option[] {
   }
 }
 
-function readDocument(source: string): Record<string, unknown> {
+async function readDocument(source: string, io: CliIo): Promise<Record<string, unknown>> {
   let text: string;
   try {
-    text = readFileSync(source === '-' ? 0 : source, 'utf8');
+    text = source === '-' ? await readStdin(io) : readFileSync(source, 'utf8');
   } catch (error) {
     throw usageError(`--input ${source}: cannot be read: ${(error as Error).message}`);
   }
@@ -73,10 +74,10 @@ export function requestOf(op: AnyOperation, input: Record<string, unknown>) {
 }
 
 /** Reads flags and --input into the operation's input, checked by its schema before any request. */
-export function inputFromCommandLine(op: AnyOperation, id: string | undefined, values: Record<string, unknown>): Record<string, unknown> {
+async function inputFromCommandLine(op: AnyOperation, id: string | undefined, values: Record<string, unknown>, io: CliIo): Promise<Record<string, unknown>> {
   const params = pathParamsOf(op.path);
   const flags = describeInput(op.input, params);
-  const document = typeof values.input === 'string' ? readDocument(values.input) : {};
+  const document = typeof values.input === 'string' ? await readDocument(values.input, io) : {};
   const input = buildInput(flags, values, document, id === undefined ? {} : { [params[0]!]: id });
   const checked = op.input.safeParse(input);
   if (!checked.success) {
@@ -97,7 +98,8 @@ interface ListData {
 async function walkPages(session: Session, op: AnyOperation, key: string, input: Record<string, unknown>): Promise<Envelope & { ok: true }> {
   const records: unknown[] = [];
   const requestIds: unknown[] = [];
-  const progress = process.stderr.isTTY === true;
+  const { stderr } = session.io;
+  const progress = stderr.isTTY === true;
   let first: ListData | undefined;
   for (let page = 1; ; page++) {
     const envelope = await session.call(requestOf(op, { ...input, limit: input.limit ?? 50, page, cursor: undefined }));
@@ -106,10 +108,10 @@ async function walkPages(session: Session, op: AnyOperation, key: string, input:
     requestIds.push(envelope.meta.requestId);
     const batch = (data[key] as unknown[]) ?? [];
     records.push(...batch);
-    if (progress) process.stderr.write(`\rFetching ${key}: ${records.length} of ${data.totalCount}`);
+    if (progress) stderr.write(`\rFetching ${key}: ${records.length} of ${data.totalCount}`);
     if (batch.length === 0 || records.length >= data.totalCount) break;
   }
-  if (progress) process.stderr.write('\r\x1b[2K');
+  if (progress) stderr.write('\r\x1b[2K');
   return {
     ok: true,
     data: { ...first, [key]: records, page: 1, pageSize: records.length, nextCursor: null },
@@ -117,29 +119,28 @@ async function walkPages(session: Session, op: AnyOperation, key: string, input:
   };
 }
 
-export function printEnvelope(envelope: Envelope, format: DataFormat, columns: AnyOperation['columns'] = {}): void {
+function printEnvelope(io: CliIo, envelope: Envelope & { ok: true }, format: DataFormat, columns: AnyOperation['columns'] = {}): void {
   if (format === 'json') {
-    process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
+    io.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
     return;
   }
-  if (!envelope.ok) return;
-  const rendered = renderData(envelope.data, format, terminalWidth(), useColour(process.stdout), columns);
-  process.stdout.write(rendered.stdout);
-  for (const note of rendered.notes) process.stderr.write(`${style(useColour(process.stderr), 'dim', note)}\n`);
+  const rendered = renderData(envelope.data, format, terminalWidth(io), useColour(io.stdout, io.env), columns);
+  io.stdout.write(rendered.stdout);
+  for (const note of rendered.notes) io.stderr.write(`${style(useColour(io.stderr, io.env), 'dim', note)}\n`);
 }
 
 async function runOperation(session: Session, op: AnyOperation, id: string | undefined, values: Record<string, unknown>): Promise<void> {
-  const input = inputFromCommandLine(op, id, values);
+  const input = await inputFromCommandLine(op, id, values, session.io);
   const key = listKeyOf(op);
   const envelope = key && values.all ? await walkPages(session, op, key, input) : await session.call(requestOf(op, input));
-  printEnvelope(envelope, session.format, op.columns);
+  printEnvelope(session.io, envelope, session.format, op.columns);
   const data = envelope.data as ListData;
   if (key && !values.all && Array.isArray(data[key])) {
     const shown = (data[key] as unknown[]).length;
     const before = (data.page - 1) * data.pageSize;
     if (data.totalCount > before + shown) {
       const range = shown === 0 ? 'none' : `${before + 1}–${before + shown}`;
-      process.stderr.write(`Showing ${range} of ${data.totalCount} ${key}; --page ${data.page + 1} for the next page, --all for every one\n`);
+      session.io.stderr.write(`Showing ${range} of ${data.totalCount} ${key}; --page ${data.page + 1} for the next page, --all for every one\n`);
     }
   }
 }

@@ -1,4 +1,5 @@
 import stringWidth from 'string-width';
+import type { CliIo } from './io.js';
 
 /*
  * Rendering of API data: `table` for people (fits the terminal), `text` for scripts (tab-separated,
@@ -10,19 +11,14 @@ export type DataFormat = (typeof DATA_FORMATS)[number];
 
 type Row = Record<string, unknown>;
 
-/** Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org). */
-export function useColour(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env): boolean {
-  return stream.isTTY === true && !env.NO_COLOR;
-}
-
 export function style(on: boolean, code: 'bold' | 'red' | 'yellow' | 'dim', text: string): string {
   const codes = { bold: [1, 22], red: [31, 39], yellow: [33, 39], dim: [2, 22] } as const;
   return on ? `\x1b[${codes[code][0]}m${text}\x1b[${codes[code][1]}m` : text;
 }
 
-/** The terminal's width, else $COLUMNS, else 100. */
-export function terminalWidth(stream: NodeJS.WriteStream = process.stdout, env: NodeJS.ProcessEnv = process.env): number {
-  if (stream.isTTY && stream.columns) return stream.columns;
+/** The width of the terminal stdout shows, else $COLUMNS, else 100. */
+export function terminalWidth({ stdout, env }: Pick<CliIo, 'stdout' | 'env'>): number {
+  if (stdout.isTTY && stdout.columns) return stdout.columns;
   const fromEnv = Number(env.COLUMNS);
   return Number.isInteger(fromEnv) && fromEnv > 20 ? fromEnv : 100;
 }

@@ -1,5 +1,6 @@
 import { configPath, readConfig, requireCredential, resolveCredential, resolveTarget, type CredentialFlags, type ResolvedCredential, type StoredConfig, type Target } from './config.js';
 import { usageError } from './exit-codes.js';
+import type { CliIo } from './io.js';
 import { callApi, parseTimeout, type ApiRequest, type Envelope } from './http.js';
 import { DATA_FORMATS, type DataFormat } from './output.js';
 
@@ -8,14 +9,14 @@ export interface GlobalOptions extends CredentialFlags {
   timeout?: string;
 }
 
-/** What every API command shares: the global flags, the config file and the resolved credential and address. */
+/** What every API command shares: the global flags, the run's io, the config file and the resolved credential and address. */
 export class Session {
   private stored: StoredConfig | undefined;
 
   constructor(
     readonly options: GlobalOptions,
-    readonly env: NodeJS.ProcessEnv = process.env,
-    readonly configFile: string = configPath(env),
+    readonly io: CliIo,
+    readonly configFile: string = configPath(io.env),
   ) {}
 
   get format(): DataFormat {
@@ -30,7 +31,7 @@ export class Session {
   }
 
   credential(): ResolvedCredential | undefined {
-    return resolveCredential(this.options, this.env, this.config);
+    return resolveCredential(this.options, this.io.env, this.config);
   }
 
   target(credential = this.credential()): Target {
@@ -39,12 +40,12 @@ export class Session {
 
   /** Seconds to wait for each answer: --timeout, else SVC_TIMEOUT, else the default. */
   get timeoutSeconds(): number {
-    return parseTimeout(this.options.timeout, this.env);
+    return parseTimeout(this.options.timeout, this.io.env);
   }
 
   /** One call to a given server with a given key, within the timeout. */
   request(target: Target, apiKey: string, request: ApiRequest): Promise<Envelope & { ok: true }> {
-    return callApi(target, apiKey, request, this.timeoutSeconds);
+    return callApi(this.io.fetch, target, apiKey, request, this.timeoutSeconds);
   }
 
   /** One authenticated call, with the address checked before the key is sent anywhere. */

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
 import { EXIT, messageLine, usageError, type ExitCode } from '../exit-codes.js';
-import { terminalWidth, useColour } from '../output.js';
+import { readStdin, useColour, type CliIo } from '../io.js';
+import { terminalWidth } from '../output.js';
 import type { GlobalOptions } from '../session.js';
 import { buildReport, DEFAULT_FAIL_ON, FAIL_ON_VALUES, parseFailOn, type AuditInput, type AuditedKey, type UsageRow } from './report.js';
 import { AUDIT_FORMATS, renderMarkdownReport, renderTableReport, type AuditFormat } from './render.js';
@@ -64,13 +65,13 @@ function parseAsOf(text: string | undefined): Date {
 }
 
 /** --key: the legacy key's scopes and usage, from the admin API (the only input needing the network). */
-async function readKey(globals: GlobalOptions, id: string): Promise<{ key: AuditedKey; usage: UsageRow[] }> {
+async function readKey(globals: GlobalOptions, io: CliIo, id: string): Promise<{ key: AuditedKey; usage: UsageRow[] }> {
   const { Session } = await import('../session.js');
-  const envelope = await new Session({ ...globals, format: 'json' }).call({ method: 'GET', path: `/v4/admin/legacy-keys/${encodeURIComponent(id)}` });
+  const envelope = await new Session({ ...globals, format: 'json' }, io).call({ method: 'GET', path: `/v4/admin/legacy-keys/${encodeURIComponent(id)}` });
   return envelope.data as { key: AuditedKey; usage: UsageRow[] };
 }
 
-async function runAudit(flags: AuditFlags, globals: GlobalOptions): Promise<ExitCode> {
+async function runAudit(flags: AuditFlags, globals: GlobalOptions, io: CliIo): Promise<ExitCode> {
   const format = (globals.format ?? 'table') as AuditFormat;
   if (!AUDIT_FORMATS.includes(format)) throw usageError(`--format ${format}: migrate audit prints ${AUDIT_FORMATS.join(', ')}`);
   const sources = [flags.scopes, flags.scopesFile, flags.key].filter((s) => s !== undefined);
@@ -95,32 +96,32 @@ async function runAudit(flags: AuditFlags, globals: GlobalOptions): Promise<Exit
   } else if (flags.scopesFile !== undefined) {
     let text: string;
     try {
-      text = readFileSync(flags.scopesFile === '-' ? 0 : flags.scopesFile, 'utf8');
+      text = flags.scopesFile === '-' ? await readStdin(io) : readFileSync(flags.scopesFile, 'utf8');
     } catch (error) {
       throw usageError(`--scopes-file ${flags.scopesFile}: cannot be read: ${(error as Error).message}`);
     }
     input.scopes = scopesFromFile(flags.scopesFile, text);
     input.source = `the scopes of ${flags.scopesFile}`;
   } else {
-    const { key, usage } = await readKey(globals, flags.key!);
+    const { key, usage } = await readKey(globals, io, flags.key!);
     Object.assign(input, { scopes: key.scopes, source: `legacy key ${key.id}`, key, usage });
   }
   if (input.scopes.length === 0) throw usageError('No scopes to audit');
 
   const report = buildReport(readScopeTable(), input);
   for (const scope of input.ignore.filter((s) => !report.scopes.some((f) => f.scope === s))) {
-    process.stderr.write(messageLine('warning', `--ignore ${scope}: not among the audited scopes`));
+    io.stderr.write(messageLine('warning', `--ignore ${scope}: not among the audited scopes`, io));
   }
-  if (format === 'json') process.stdout.write(`${JSON.stringify({ ok: true, data: report, meta: {} }, null, 2)}\n`);
-  else if (format === 'markdown') process.stdout.write(renderMarkdownReport(report));
-  else process.stdout.write(renderTableReport(report, terminalWidth(), useColour(process.stdout)));
+  if (format === 'json') io.stdout.write(`${JSON.stringify({ ok: true, data: report, meta: {} }, null, 2)}\n`);
+  else if (format === 'markdown') io.stdout.write(renderMarkdownReport(report));
+  else io.stdout.write(renderTableReport(report, terminalWidth(io), useColour(io.stdout, io.env)));
   return report.findings.length > 0 ? EXIT.failure : EXIT.ok;
 }
 
-export function registerMigrateCommands(program: Command, done: (code: ExitCode) => void): void {
+export function registerMigrateCommands(program: Command, io: CliIo, done: (code: ExitCode) => void): void {
   const migrate = program.command('migrate').description('move an integration off the v2 API');
-  registerShadowReportCommand(migrate, done);
-  registerMigratePlanCommand(migrate, done);
+  registerShadowReportCommand(migrate, io, done);
+  registerMigratePlanCommand(migrate, io, done);
   migrate
     .command('audit')
     .description(
@@ -138,6 +139,6 @@ export function registerMigrateCommands(program: Command, done: (code: ExitCode)
     .option('--name <label>', 'the label of the new v4 user and key (default: the legacy key’s name + " (v4)")')
     .addHelpText('after', '\nA wildcard scope (api.orders.*) stands for every scope of the maps under it. A scope granted but not called in the window is to drop: it fails only under --fail-on unused. A retired (disabled) or quiet key is flagged.\nOutput: --format table (default), json or markdown (for a migration ticket).\nExit codes: 0 clean, 1 findings (see --fail-on), 2 bad input such as an unknown scope.')
     .action(async (flags: AuditFlags, command: Command) => {
-      done(await runAudit(flags, command.optsWithGlobals<GlobalOptions>()));
+      done(await runAudit(flags, command.optsWithGlobals<GlobalOptions>(), io));
     });
 }

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import type { MigrationPlan } from '../../src/gateway/migration-plan.js';
 import { EXIT, usageError, type ExitCode } from '../exit-codes.js';
-import { renderTable, style, terminalWidth, useColour } from '../output.js';
+import { useColour, type CliIo } from '../io.js';
+import { renderTable, style, terminalWidth } from '../output.js';
 import type { GlobalOptions } from '../session.js';
 import { brownoutNotice } from '../../src/gateway/sunset-status.js';
 
@@ -79,20 +80,20 @@ export function renderPlanMarkdown(plan: MigrationPlan): string {
   return `${lines.join('\n')}\n`;
 }
 
-async function runPlan(key: string | undefined, globals: GlobalOptions): Promise<ExitCode> {
+async function runPlan(key: string | undefined, globals: GlobalOptions, io: CliIo): Promise<ExitCode> {
   const format = (globals.format ?? 'table') as PlanFormat;
   if (!PLAN_FORMATS.includes(format)) throw usageError(`--format ${format}: migrate plan prints ${PLAN_FORMATS.join(', ')}`);
   if (key === undefined || key.trim() === '') throw usageError('--key <legacy key id> is required (lk_…; see svc legacy-keys list)');
   const { Session } = await import('../session.js');
-  const envelope = await new Session({ ...globals, format: 'json' }).call({ method: 'GET', path: `/v4/admin/legacy-keys/${encodeURIComponent(key)}/plan` });
+  const envelope = await new Session({ ...globals, format: 'json' }, io).call({ method: 'GET', path: `/v4/admin/legacy-keys/${encodeURIComponent(key)}/plan` });
   const plan = envelope.data as MigrationPlan;
-  if (format === 'json') process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
-  else if (format === 'markdown') process.stdout.write(renderPlanMarkdown(plan));
-  else process.stdout.write(renderPlanTable(plan, terminalWidth(), useColour(process.stdout)));
+  if (format === 'json') io.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
+  else if (format === 'markdown') io.stdout.write(renderPlanMarkdown(plan));
+  else io.stdout.write(renderPlanTable(plan, terminalWidth(io), useColour(io.stdout, io.env)));
   return EXIT.ok;
 }
 
-export function registerMigratePlanCommand(migrate: Command, done: (code: ExitCode) => void): void {
+export function registerMigratePlanCommand(migrate: Command, io: CliIo, done: (code: ExitCode) => void): void {
   migrate
     .command('plan')
     .description(
@@ -101,6 +102,6 @@ export function registerMigratePlanCommand(migrate: Command, done: (code: ExitCo
     .option('--key <id>', 'the legacy key id (lk_…)')
     .addHelpText('after', '\nOutput: --format table (default), json or markdown (pastes as a ticket).')
     .action(async (flags: { key?: string }, command: Command) => {
-      done(await runPlan(flags.key, command.optsWithGlobals<GlobalOptions>()));
+      done(await runPlan(flags.key, command.optsWithGlobals<GlobalOptions>(), io));
     });
 }

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import type { ShadowReport } from '../../src/gateway/shadow-check.js';
 import { EXIT, messageLine, usageError, type ExitCode } from '../exit-codes.js';
-import { renderTable, style, terminalWidth, useColour } from '../output.js';
+import { useColour, type CliIo } from '../io.js';
+import { renderTable, style, terminalWidth } from '../output.js';
 import type { GlobalOptions } from '../session.js';
 import { markdownTable } from './render.js';
 
@@ -102,7 +103,7 @@ function parseExamples(text: string): number {
   return examples;
 }
 
-async function runShadowReport(flags: ShadowFlags, globals: GlobalOptions): Promise<ExitCode> {
+async function runShadowReport(flags: ShadowFlags, globals: GlobalOptions, io: CliIo): Promise<ExitCode> {
   const format = (globals.format ?? 'table') as ShadowFormat;
   if (!SHADOW_FORMATS.includes(format)) throw usageError(`--format ${format}: migrate shadow-report prints ${SHADOW_FORMATS.join(', ')}`);
   if (!(FAIL_ON as readonly string[]).includes(flags.failOn)) throw usageError(`--fail-on ${flags.failOn}: use ${FAIL_ON.join(' or ')}`);
@@ -110,27 +111,27 @@ async function runShadowReport(flags: ShadowFlags, globals: GlobalOptions): Prom
   const examples = parseExamples(flags.examples);
 
   const { Session } = await import('../session.js');
-  const envelope = await new Session({ ...globals, format: 'json' }).call({ method: 'GET', path: '/v4/admin/shadow-report' });
+  const envelope = await new Session({ ...globals, format: 'json' }, io).call({ method: 'GET', path: '/v4/admin/shadow-report' });
   const report = narrowReport(envelope.data as ShadowReport, flags.route, examples);
   if (!report.enabled) {
-    process.stderr.write(messageLine('warning', 'the shadow check is off on this server: set LEGACY_V2_UPSTREAM (the legacy v2 API) and SHADOW_SAMPLE_RATE (above 0, at most 1)'));
+    io.stderr.write(messageLine('warning', 'the shadow check is off on this server: set LEGACY_V2_UPSTREAM (the legacy v2 API) and SHADOW_SAMPLE_RATE (above 0, at most 1)', io));
   } else if (flags.route !== undefined && report.routes.length === 0) {
-    process.stderr.write(messageLine('warning', `--route ${flags.route}: no sampled call of this route yet (routes are written as in the v2 maps, such as "GET /employees/:id")`));
+    io.stderr.write(messageLine('warning', `--route ${flags.route}: no sampled call of this route yet (routes are written as in the v2 maps, such as "GET /employees/:id")`, io));
   }
-  if (format === 'json') process.stdout.write(`${JSON.stringify({ ok: true, data: report, meta: {} }, null, 2)}\n`);
-  else if (format === 'markdown') process.stdout.write(renderShadowMarkdown(report));
-  else process.stdout.write(renderShadowTable(report, terminalWidth(), useColour(process.stdout)));
+  if (format === 'json') io.stdout.write(`${JSON.stringify({ ok: true, data: report, meta: {} }, null, 2)}\n`);
+  else if (format === 'markdown') io.stdout.write(renderShadowMarkdown(report));
+  else io.stdout.write(renderShadowTable(report, terminalWidth(io), useColour(io.stdout, io.env)));
 
   if (flags.failOn === 'none') return EXIT.ok;
   // A gate passes only on evidence: nothing compared is no proof that the translation matches.
   if (report.totals.compared === 0) {
-    process.stderr.write(messageLine('error', '--fail-on different: no answer was compared, so nothing proves the translation matches'));
+    io.stderr.write(messageLine('error', '--fail-on different: no answer was compared, so nothing proves the translation matches', io));
     return EXIT.failure;
   }
   return report.totals.different > 0 ? EXIT.failure : EXIT.ok;
 }
 
-export function registerShadowReportCommand(migrate: Command, done: (code: ExitCode) => void): void {
+export function registerShadowReportCommand(migrate: Command, io: CliIo, done: (code: ExitCode) => void): void {
   migrate
     .command('shadow-report')
     .description(
@@ -141,6 +142,6 @@ export function registerShadowReportCommand(migrate: Command, done: (code: ExitC
     .option('--fail-on <what>', 'different: exit 1 when a route had a difference or nothing was compared (a gate before a hostname switch); none', 'none')
     .addHelpText('after', '\nOutput: --format table (default), json or markdown.\nExit codes: 0 ok, 1 differences under --fail-on different (or the API refused), 2 bad input, 4 not an admin.')
     .action(async (flags: ShadowFlags, command: Command) => {
-      done(await runShadowReport(flags, command.optsWithGlobals<GlobalOptions>()));
+      done(await runShadowReport(flags, command.optsWithGlobals<GlobalOptions>(), io));
     });
 }

@@ -1,12 +1,14 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildInput, describeInput, kebabCase, pathParamsOf } from '../../cli/args.js';
 import { checkAddress, describeTarget, parseEnvironment, readConfig, resolveCredential, resolveTarget, type StoredConfig } from '../../cli/config.js';
 import { CliError, EXIT } from '../../cli/exit-codes.js';
 import type { ApiRequest } from '../../cli/http.js';
+import type { CliIo } from '../../cli/io.js';
 import { registerOperationCommands } from '../../cli/operations.js';
 import { Session } from '../../cli/session.js';
 import { OPERATIONS } from '../../src/operations/index.js';
@@ -22,6 +24,16 @@ const op = (name: string) => {
   return found;
 };
 
+const discard = () => new Writable({ write: (_chunk, _encoding, done) => done() });
+
+/** No terminal, no environment and no network: what a command would send is recorded, not sent. */
+const parsingIo = (): CliIo => ({
+  stdout: discard(),
+  stderr: discard(),
+  env: {},
+  fetch: () => Promise.reject(new Error('argument parsing sends no request')),
+});
+
 class RecordingSession extends Session {
   requests: ApiRequest[] = [];
   override async call(request: ApiRequest) {
@@ -32,16 +44,10 @@ class RecordingSession extends Session {
 
 /** Parses a command line the way `svc` does and returns the request it would send. */
 async function requestFor(...argv: string[]): Promise<ApiRequest> {
-  const session = new RecordingSession({ format: 'json' }, {}, '/nonexistent/svc-config.json');
+  const session = new RecordingSession({ format: 'json' }, parsingIo(), '/nonexistent/svc-config.json');
   const program = new Command('svc').exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
   registerOperationCommands(program, OPERATIONS, () => session);
-  const write = process.stdout.write;
-  process.stdout.write = (() => true) as typeof process.stdout.write;
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-  } finally {
-    process.stdout.write = write;
-  }
+  await program.parseAsync(argv, { from: 'user' });
   expect(session.requests).toHaveLength(1);
   return session.requests[0]!;
 }
@@ -123,7 +129,7 @@ describe('svc argument parsing', () => {
 
   it('prints choices in help when there are some, and never an empty list', () => {
     const program = new Command('svc');
-    registerOperationCommands(program, OPERATIONS, () => new Session({}, {}, '/nonexistent/svc-config.json'));
+    registerOperationCommands(program, OPERATIONS, () => new Session({}, parsingIo(), '/nonexistent/svc-config.json'));
     const commandOf = (words: string) => words.split(' ').reduce<Command>((c, word) => c.commands.find((s) => s.name() === word)!, program);
     const help = (words: string) => commandOf(words).helpInformation();
     for (const o of OPERATIONS) {
