@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { isolatedEnv, listen, svc, type SvcResult } from './svc-process.js';
+import { isolatedEnv, listen, svc, type SvcResult } from './svc-runner.js';
 
 /*
  * Saved accounts remember their server: the environment (local:<port> included), the URL given

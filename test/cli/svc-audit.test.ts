@@ -9,7 +9,7 @@ import { createLegacyKey, disableLegacyKey } from '../../src/gateway/legacy-keys
 import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
-import { isolatedEnv, listen, svc, type SvcResult } from './svc-process.js';
+import { isolatedEnv, listen, svc, type SvcResult } from './svc-runner.js';
 
 /*
  * `svc migrate audit`: offline over the whole bundled scope table, and with --key against a

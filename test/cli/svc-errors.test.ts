@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { freePort, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
-import { isolatedEnv, listen, silentServer, svc, type SilentServer } from './svc-process.js';
+import { isolatedEnv, listen, silentServer, svc, type SilentServer } from './svc-runner.js';
 
 /*
  * One prefix for every error svc prints, whoever detects it (commander, the schema, the config,

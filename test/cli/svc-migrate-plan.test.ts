@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
-import { isolatedEnv, listen, svc } from './svc-process.js';
+import { isolatedEnv, listen, svc } from './svc-runner.js';
 
 /*
- * `svc migrate plan --key`, the built client against a started server whose gateway recorded the
+ * `svc migrate plan --key`, the client against a started server whose gateway recorded the
  * key's real v2 calls: the plan as JSON, a table, and Markdown that pastes as a ticket whose
  * checklist command mints the successor on the running server.
  */

@@ -5,7 +5,7 @@ import { renderData, renderTable, truncate } from '../../cli/output.js';
 import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { OPERATIONS } from '../../src/operations/index.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { isolatedEnv, listen, svc, type SvcResult } from './svc-process.js';
+import { isolatedEnv, listen, svc, type SvcResult } from './svc-runner.js';
 
 /*
  * How svc shows data to people: tables measured in display columns, columns in the order each

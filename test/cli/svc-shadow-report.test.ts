@@ -3,7 +3,7 @@ import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import type { ShadowReport } from '../../src/gateway/shadow-check.js';
 import { client, startTestApp, type ListeningTestApp, EVENTUALLY } from '../helpers/harness.js';
 import { startShadowedApp, type LegacyV2Server } from '../helpers/legacy-v2.js';
-import { isolatedEnv, listen, svc } from './svc-process.js';
+import { isolatedEnv, listen, svc } from './svc-runner.js';
 
 /*
  * `svc migrate shadow-report` against a started server whose shadow check compares sampled v2

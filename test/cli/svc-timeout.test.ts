@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TIMEOUT_SECONDS, EXIT } from '../../cli/exit-codes.js';
 import { parseTimeout } from '../../cli/http.js';
-import { isolatedEnv, silentServer, svc, type SilentServer } from './svc-process.js';
+import { isolatedEnv, silentServer, svc, type SilentServer } from './svc-runner.js';
 
 /*
  * Every svc request has a timeout: against a loopback socket that accepts and never answers,

@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
-import { isolatedEnv, listen, svc, type SvcResult } from './svc-process.js';
+import { isolatedEnv, listen, svc, svcBin, type SvcResult } from './svc-runner.js';
 
 /*
  * `svc` against a started server: every command of the operation table, each output format,
- * each exit code, the localhost rule and the accounts, each in its own process.
+ * each exit code, the localhost rule and the accounts; the exit codes and a body on stdin also
+ * from the built bin, each command in its own process as a shell runs it.
  */
 
 const ok = (result: SvcResult) => {
@@ -99,7 +100,7 @@ describe.each(backends())('svc against a started server [%s]', { timeout: 120_00
     const purchase = { orderType: 'Purchase for Inventory', companyId: t.demo.companies.acme, items: [{ itemId, quantity: 2, country: 'DE' }] };
     const bought = await admin('orders', 'purchase', '--input', '-', '--format', 'json');
     expect(bought.code).toBe(2); // empty stdin is no JSON body
-    const viaStdin = data(await svc(['orders', 'purchase', '--input', '-', '--format', 'json', '--api-url', url, '--allow-localhost', '--api-key', t.demo.apiKeys.admin], env, JSON.stringify(purchase)));
+    const viaStdin = data(await svcBin(['orders', 'purchase', '--input', '-', '--format', 'json', '--api-url', url, '--allow-localhost', '--api-key', t.demo.apiKeys.admin], env, JSON.stringify(purchase)));
     expect(viaStdin).toMatchObject({ orderType: 'Purchase for Inventory', items: [expect.objectContaining({ itemId, quantity: 2 })] });
 
     const all = await json('orders', 'list', ...acme, '--all', '--limit', '1');
@@ -136,29 +137,31 @@ describe.each(backends())('svc against a started server [%s]', { timeout: 120_00
   });
 
   it('exits 0, 1, 2, 4 and 5 (409 on a duplicate team name), as svc help exit-codes says', async () => {
-    const help = ok(await svc(['help', 'exit-codes'], env));
+    // The built bin: the exit status a shell sees.
+    const adminBin = (...args: string[]) => svcBin([...args, '--api-url', url, '--allow-localhost', '--api-key', t.demo.apiKeys.admin], env);
+    const help = ok(await svcBin(['help', 'exit-codes'], env));
     for (const code of ['0', '1', '2', '4', '5']) expect(help.stdout).toMatch(new RegExp(`^ +${code} `, 'm'));
 
     const acme = ['--company-id', t.demo.companies.acme];
-    ok(await admin('teams', 'create', ...acme, '--name', 'Dup Team'));
-    const duplicate = await admin('teams', 'create', ...acme, '--name', 'dup team');
+    ok(await adminBin('teams', 'create', ...acme, '--name', 'Dup Team'));
+    const duplicate = await adminBin('teams', 'create', ...acme, '--name', 'dup team');
     expect(duplicate.code).toBe(5);
     expect(duplicate.stderr).toContain('team_name_taken');
 
-    expect((await admin('teams', 'get', 'team_missing')).code).toBe(1);
-    const unknownFlag = await admin('teams', 'list', '--colour', 'blue');
+    expect((await adminBin('teams', 'get', 'team_missing')).code).toBe(1);
+    const unknownFlag = await adminBin('teams', 'list', '--colour', 'blue');
     expect(unknownFlag.code).toBe(2);
     expect(unknownFlag.stderr).toContain("unknown option '--colour'");
-    expect((await admin('teams', 'frobnicate')).code).toBe(2);
+    expect((await adminBin('teams', 'frobnicate')).code).toBe(2);
 
-    const noKey = await svc(['teams', 'list', '--api-url', url, '--allow-localhost'], env);
+    const noKey = await svcBin(['teams', 'list', '--api-url', url, '--allow-localhost'], env);
     expect(noKey.code).toBe(4);
     expect(noKey.stderr).toContain('Not logged in');
-    const revoked = await svc(['teams', 'list', '--api-url', url, '--allow-localhost', '--api-key', `svc_sk_zzzzzzzz_${'A'.repeat(43)}`], env);
+    const revoked = await svcBin(['teams', 'list', '--api-url', url, '--allow-localhost', '--api-key', `svc_sk_zzzzzzzz_${'A'.repeat(43)}`], env);
     expect(revoked.code).toBe(4);
     expect(revoked.stderr).toContain('invalid_api_key');
     const readOnly = await keyWith(t, 'admin', ['mcp:teams:read']);
-    const forbidden = await svc(['teams', 'create', ...acme, '--name', 'Nope', '--api-url', url, '--allow-localhost', '--api-key', readOnly], env);
+    const forbidden = await svcBin(['teams', 'create', ...acme, '--name', 'Nope', '--api-url', url, '--allow-localhost', '--api-key', readOnly], env);
     expect(forbidden.code).toBe(4);
     expect(forbidden.stderr).toContain('mcp:teams:write');
   });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { FormBrowser } from '../oauth/support.js';
-import { isolatedEnv, svc } from '../cli/svc-process.js';
+import { isolatedEnv, svc } from '../cli/svc-runner.js';
 
 /*
  * The brownouts of the shipped mappings/sunset.yaml, seen wherever the sunset is shown: during the

@@ -11,7 +11,7 @@ import type { MigrationReport } from '../../src/gateway/migration-report.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, client, startListeningApp, TEST_SECRET_KEY, type ListeningTestApp } from '../helpers/harness.js';
 import { csrfOf, FormBrowser } from '../oauth/support.js';
-import { isolatedEnv, svc } from '../cli/svc-process.js';
+import { isolatedEnv, svc } from '../cli/svc-runner.js';
 
 /*
  * The cutover of a legacy key, walked as an admin and an integration would on a moved clock: v2 only,

@@ -67,7 +67,7 @@ function probeChromium(path: string): Promise<string | undefined> {
  * skips its suites, named at the start and the end of the run; in CI it fails the run instead.
  */
 export default async function setup(project: TestProject) {
-  // The CLI tests run the built `svc` (dist/), as users do; building first keeps it current.
+  // Some tests run the built `svc` (dist/), as users do; building first keeps it current.
   execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
   // Made once here, so that the workers' first PGlite stores start from it too (src/store/pglite-template.ts).
   await emptyClusterTemplate();

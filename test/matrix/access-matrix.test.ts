@@ -16,7 +16,7 @@ import { insertOrder } from '../helpers/orders.js';
 import { initializeBody, rawPost } from '../mcp/support/mcp.js';
 import { authorizationRequest, authorizeInBrowser, discoverAndRegister, exchangeCode, FormBrowser, INSECURE, DEMO_PASSWORD, type RegisteredClient } from '../oauth/support.js';
 import { kebabCase } from '../../cli/args.js';
-import { isolatedEnv, svc } from '../cli/svc-process.js';
+import { isolatedEnv, svc } from '../cli/svc-runner.js';
 import { applies, CREDENTIALS, expected, expectedV2, unreachable, type Credential, type Outcome, type Surface } from './expectations.js';
 import { FIXTURES, V2_FIXTURES, type World, type WorldIds } from './fixtures.js';
 
@@ -24,7 +24,7 @@ import { FIXTURES, V2_FIXTURES, type World, type WorldIds } from './fixtures.js'
  * Issue 8, access matrix: every operation of the table on every surface (REST, MCP, CLI, v2
  * through the gateway) against every credential kind, each cell's outcome derived by
  * expectations.ts from the spec's rules. Real server, real OAuth tokens through the pages,
- * the real `svc` process, the gateway's v2 routes with registered legacy keys.
+ * `svc` itself (run in this process), the gateway's v2 routes with registered legacy keys.
  */
 
 const CLI_CONCURRENCY = 4;

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../cli/exit-codes.js';
-import { isolatedEnv, svc } from '../cli/svc-process.js';
+import { isolatedEnv, svc } from '../cli/svc-runner.js';
 
 /*
  * `svc` never follows a redirect: following one would send X-API-KEY to whatever origin the

@@ -6,7 +6,7 @@ import { createLegacyKey, type CreatedLegacyKey } from '../../src/gateway/legacy
 import { defaultMappingsDir, loadMappings, type Mappings } from '../../src/gateway/mappings.js';
 import { backends, client, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { csrfOf, DEMO_PASSWORD, FormBrowser } from '../oauth/support.js';
-import { isolatedEnv, svc } from '../cli/svc-process.js';
+import { isolatedEnv, svc } from '../cli/svc-runner.js';
 
 /*
  * Hostile review of the migration's administration: a successor key (an integration's non-personal

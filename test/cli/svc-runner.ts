@@ -3,11 +3,14 @@ import { mkdtempSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { run } from '../../cli/run.js';
 import type { TestApp } from '../helpers/harness.js';
 
 /*
- * `svc` run as a user runs it: its own process, its own config directory, against a server
- * listening on loopback. Asynchronous, so the server in the test process keeps answering.
+ * `svc` in a test: `svc` runs a command line in this process, with its own streams, environment
+ * and config directory, so the server in this process answers it; `svcBin` runs the built client
+ * as its own process, as a user does, for what only a process shows (exit, EPIPE, the real stdin).
  */
 
 export interface SvcResult {
@@ -16,18 +19,42 @@ export interface SvcResult {
   stderr: string;
 }
 
-// The built client (global-setup builds it), so a cell costs a plain node start, not a TypeScript compile.
-const ENTRY = ['dist/cli/svc.js'];
-
 /** An environment without the developer's own svc settings: a fresh config directory, no SVC_API_KEY, no colour. */
 export function isolatedEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const { SVC_API_KEY: _key, ...rest } = process.env;
   return { ...rest, XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'svc-config-')), NO_COLOR: '1', COLUMNS: '200', ...extra };
 }
 
-export function svc(args: string[], env: NodeJS.ProcessEnv, stdin?: string): Promise<SvcResult> {
+/** What a run wrote to one of its streams; no terminal, as when svc's output is piped. */
+class CapturedOutput extends Writable {
+  private readonly chunks: Buffer[] = [];
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    this.chunks.push(chunk);
+    done();
+  }
+
+  get text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+/** Runs `svc <args>` in this process; `stdin` is all its standard input (none: empty). */
+export async function svc(args: string[], env: NodeJS.ProcessEnv, stdin?: string): Promise<SvcResult> {
+  const stdout = new CapturedOutput();
+  const stderr = new CapturedOutput();
+  const input = Readable.from(stdin === undefined ? [] : [Buffer.from(stdin)]);
+  const code = await run(['node', 'svc', ...args], { stdout, stderr, env, fetch: globalThis.fetch, stdin: input });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+/** The built client (global-setup builds it), run as its own process. */
+export const SVC_BIN = 'dist/cli/svc.js';
+
+/** Runs the built `svc <args>` as a process; asynchronous, so a server in this process keeps answering. */
+export function svcBin(args: string[], env: NodeJS.ProcessEnv, stdin?: string): Promise<SvcResult> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [...ENTRY, ...args], { env, encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, [SVC_BIN, ...args], { env, encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
     });
     child.stdin?.end(stdin ?? '');
