@@ -15,7 +15,7 @@ import { createCore, createLogger, type Core } from '../src/core.js';
 import { seedDemo, type DemoData } from '../src/domain/demo.js';
 import { buildApp } from '../src/http/app.js';
 import { createLogOutput } from '../src/log-output.js';
-import { startServeProcess, type ServeOptions, type ServerProcess } from '../test/faults/server-process.js';
+import { ServerProcess, type ServeOptions } from '../test/helpers/server-process.js';
 
 export type Backend = 'pglite' | 'postgres';
 /** Every benchmark server's SVC_SECRET_KEY: the same, so that processes on one store read each other's data. */
@@ -500,14 +500,14 @@ export async function demoStore(backend: Backend) {
     if (copy !== 'seeded') cpSync(seeded, dir, { recursive: true });
     return { DATA_DIR: dir };
   };
-  const seeding = await startServeProcess(['--demo'], { ...envFor('seeded'), SVC_SECRET_KEY: SECRET_KEY }, { compiled: true });
+  const seeding = await ServerProcess.start(['--demo'], { ...envFor('seeded'), SVC_SECRET_KEY: SECRET_KEY });
   await seeding.stop();
   return {
     demo: seeding.summary.demo!,
     envFor,
     /** The build of `svc-server serve` on the copy named `copy`. */
     startProject: (copy: string, options: ServeOptions = {}): Promise<ServerProcess> =>
-      startServeProcess([], { ...envFor(copy), SVC_SECRET_KEY: SECRET_KEY }, { compiled: true, ...options }),
+      ServerProcess.start([], { ...envFor(copy), SVC_SECRET_KEY: SECRET_KEY }, options),
     async drop() {
       await schema?.drop();
       rmSync(root, { recursive: true, force: true });

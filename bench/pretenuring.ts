@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { PRETENURING_FLAG } from '../src/runtime-flags.js';
 import { danaOf } from '../test/faults/support.js';
-import { startServeProcess, type ServerProcess } from '../test/faults/server-process.js';
+import { ServerProcess } from '../test/helpers/server-process.js';
 import { seriesValue } from '../test/helpers/prometheus.js';
 import { createBenchSchema, measureRounds, pairedRatio, ROUNDS_NOTE, PAIRED_RATIO_NOTE, writeResults, type LoadTarget } from './lib.js';
 
@@ -49,8 +49,7 @@ function perRequest(variant: Variant, before: Counters, after: Counters) {
 
 async function startServer(variant: Variant): Promise<{ server: ServerProcess; stop(): Promise<void> }> {
   const schema = await createBenchSchema();
-  const server = await startServeProcess(['--demo'], { DATABASE_URL: schema.url, SVC_SECRET_KEY: 'd'.repeat(64) }, {
-    compiled: true,
+  const server = await ServerProcess.start(['--demo'], { DATABASE_URL: schema.url, SVC_SECRET_KEY: 'd'.repeat(64) }, {
     nodeArgs: variant === 'on' ? [PRETENURING_FLAG] : [],
   }).catch(async (error: unknown) => {
     await schema.drop();

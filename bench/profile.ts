@@ -40,7 +40,7 @@ try {
   const reference = await startReference(store.envFor('reference'), key, { nodeArgs: profiling(dirOf('reference')) });
   stops.push(() => reference.stop());
   const startProject = async (name: string, logLevel?: string) => {
-    const server = await store.startProject(name, { nodeArgs: profiling(dirOf(name)), ...(logLevel ? { logLevel } : {}) });
+    const server = await store.startProject(name, { nodeArgs: profiling(dirOf(name)), ...(logLevel ? { logToDevNullAt: logLevel } : {}) });
     stops.push(() => server.stop());
     return server.summary.url;
   };

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { danaOf } from '../test/faults/support.js';
-import type { ServerProcess } from '../test/faults/server-process.js';
+import type { ServerProcess } from '../test/helpers/server-process.js';
 import {
   benchEachBackend,
   capacityRatio,
@@ -32,7 +32,7 @@ async function run(backend: Backend) {
   const servers: Array<{ stop(): Promise<unknown> }> = [];
   try {
     const start = async (copy: string, logLevel?: string): Promise<ServerProcess> => {
-      const server = await store.startProject(copy, logLevel ? { logLevel } : {});
+      const server = await store.startProject(copy, logLevel ? { logToDevNullAt: logLevel } : {});
       servers.push(server);
       return server;
     };

@@ -1,18 +1,21 @@
+import { execFileSync } from 'node:child_process';
 import { danaOf } from '../test/faults/support.js';
-import { startServeProcess } from '../test/faults/server-process.js';
+import { ServerProcess } from '../test/helpers/server-process.js';
 import { seriesValue } from '../test/helpers/prometheus.js';
 import { measure, openMcpSession, writeResults, type Measurement } from './lib.js';
 
 /*
- * Soak: v4 REST, v2 through the gateway and MCP tools/call at once against one server process
- * (`svc-server serve --demo`, embedded store) for a fixed time (SOAK_SECONDS, default 60). Every
- * answer must be a 2xx; the server's memory is scraped from its /metrics every second.
+ * Soak: v4 REST, v2 through the gateway and MCP tools/call at once against one server process (the
+ * build of `svc-server serve --demo`, embedded store) for a fixed time (SOAK_SECONDS, default 60).
+ * Every answer must be a 2xx; the server's memory is scraped from its /metrics every second.
  */
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const CONNECTIONS = 5;
 
-const server = await startServeProcess(['--demo', '--data-dir', 'memory://'], { SVC_SECRET_KEY: 'c'.repeat(64) });
+// The build of the sources as they are now: a stale one would measure other code.
+execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
+const server = await ServerProcess.start(['--demo', '--data-dir', 'memory://'], { SVC_SECRET_KEY: 'c'.repeat(64) });
 try {
   const { url, demo } = server.summary;
   const v4Key = { 'x-api-key': demo!.apiKeys.admin! };

@@ -1,16 +1,14 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { SVC_SERVER_STEPS_TIMEOUT_MS } from '../helpers/harness.js';
+import { runCommandSync } from '../helpers/server-process.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
 import { createOrder } from '../../src/domain/orders/create.js';
 import { sql } from '../../src/store/sql.js';
-
-const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 
 // The operator's commands open the store themselves; PGlite is enough to exercise them.
 describe('svc-server orders advance|event [pglite]', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, () => {
@@ -19,7 +17,7 @@ describe('svc-server orders advance|event [pglite]', { timeout: SVC_SERVER_STEPS
   let orderId: string;
 
   const run = (...args: string[]) => {
-    const result = spawnSync(process.execPath, [...ENTRY, ...args], { env, encoding: 'utf8', timeout: 60_000 });
+    const result = runCommandSync(args, env);
     return { code: result.status, stdout: result.stdout, stderr: result.stderr };
   };
 

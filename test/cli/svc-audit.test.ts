@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { createLegacyKey, disableLegacyKey } from '../../src/gateway/legacy-keys
 import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
+import { runCommandSync } from '../helpers/server-process.js';
 import { isolatedEnv, listen, svc, type SvcResult } from './svc-runner.js';
 
 /*
@@ -289,7 +289,7 @@ describe('the commands an audit prints [pglite]', () => {
 
   it('provision the dedicated user and mint its key, as printed', { timeout: 120_000 }, async () => {
     const serverEnv = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
-    const server = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { env: serverEnv, encoding: 'utf8', timeout: 60_000 });
+    const server = (args: string[]) => runCommandSync(args, serverEnv);
     expect(server(['seed', '--demo', '--json']).status).toBe(0);
     const data = report(await audit('--scopes', ADDRESS_SCOPES.join(','), '--company', 'co_acme', '--user', 'sync-bot@acme.example', '--format', 'json'));
     const words = (command: string) => [...command.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!).slice(1);

@@ -1,4 +1,3 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,10 +5,8 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { backends, TEST_SECRET_KEY, freePort } from '../helpers/harness.js';
-import { startServeProcess, type ServerProcess } from '../faults/server-process.js';
-
-const ENTRY = ['--import', 'tsx', 'src/main.ts'];
+import { backends, TEST_SECRET_KEY } from '../helpers/harness.js';
+import { runCommandSync, ServerProcess } from '../helpers/server-process.js';
 
 describe.each(backends())('svc-server commands [%s]', (backend) => {
   let dataDir: string;
@@ -42,28 +39,11 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
   });
 
   const run = (...args: string[]) => {
-    const result = spawnSync(process.execPath, [...ENTRY, ...args], { env, encoding: 'utf8', timeout: 60_000 });
+    const result = runCommandSync(args, env);
     return { code: result.status, stdout: result.stdout, stderr: result.stderr };
   };
 
-  async function serve(port: number): Promise<ChildProcess> {
-    const child = spawn(process.execPath, [...ENTRY, 'serve', '--port', String(port)], { env, stdio: 'ignore' });
-    for (let i = 0; i < 120; i++) {
-      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
-      if (ok) return child;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    child.kill('SIGKILL');
-    throw new Error('server did not start');
-  }
-
-  async function stop(child: ChildProcess): Promise<number | null> {
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill('SIGTERM');
-    return exited;
-  }
-
-  const me = (port: number, key: string) => fetch(`http://127.0.0.1:${port}/v4/me`, { headers: { 'x-api-key': key } });
+  const me = (url: string, key: string) => fetch(`${url}/v4/me`, { headers: { 'x-api-key': key } });
 
   it('seeds the demo, serves it, and manages users and keys', async () => {
     const seeded = run('seed', '--demo', '--json');
@@ -92,16 +72,16 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
     expect(second.capabilities).toHaveLength(10);
     expect(run('keys', 'revoke', second.keyId, '--json').code).toBe(0);
 
-    const port = await freePort();
-    const server = await serve(port);
+    const server = await ServerProcess.start([], env);
+    const { url } = server.summary;
     try {
-      const adminMe = await me(port, demo.apiKeys.admin);
+      const adminMe = await me(url, demo.apiKeys.admin);
       expect(adminMe.status).toBe(200);
       expect(((await adminMe.json()) as any).data.user.email).toBe('admin@demo.example');
-      const botMe = (await (await me(port, key.apiKey)).json()) as any;
+      const botMe = (await (await me(url, key.apiKey)).json()) as any;
       expect(botMe.data.capabilities).toEqual(['mcp:employees:read', 'mcp:teams:read']);
-      expect((await me(port, second.apiKey)).status).toBe(401);
-      const legacyMe = await me(port, demo.legacyKeys.full);
+      expect((await me(url, second.apiKey)).status).toBe(401);
+      const legacyMe = await me(url, demo.legacyKeys.full);
       expect(legacyMe.status).toBe(401);
       expect(((await legacyMe.json()) as any).error.code).toBe('api_key_not_user_bound');
       if (backend === 'pglite') {
@@ -111,10 +91,10 @@ describe.each(backends())('svc-server commands [%s]', (backend) => {
       } else {
         // PostgreSQL serves several processes: disabling the user bites on the next request.
         expect(run('users', 'disable', '--email', 'bot@acme.example').code).toBe(0);
-        expect((await me(port, key.apiKey)).status).toBe(401);
+        expect((await me(url, key.apiKey)).status).toBe(401);
       }
     } finally {
-      expect(await stop(server)).toBe(0);
+      expect(await server.stop()).toBe(0);
     }
     if (backend === 'pglite') expect(existsSync(join(dataDir, 'svc.lock'))).toBe(false);
   }, 120_000);
@@ -154,7 +134,7 @@ describe('svc-server serve --demo on a taken port', () => {
     const { port } = taken.address() as AddressInfo;
     let server: ServerProcess | undefined;
     try {
-      const refused = spawnSync(process.execPath, [...ENTRY, 'serve', '--demo', '--port', String(port)], { env, encoding: 'utf8', timeout: 60_000 });
+      const refused = runCommandSync(['serve', '--demo', '--port', String(port)], env);
       expect(refused.status).toBe(1);
       expect(refused.stderr).toContain(`Cannot listen on 127.0.0.1:${port}: another process is using it.`);
       expect(refused.stderr).not.toContain('Demo API keys');
@@ -162,7 +142,7 @@ describe('svc-server serve --demo on a taken port', () => {
       await new Promise((resolve) => taken.close(resolve));
 
       // The freed port given again: commander keeps the last --port, over the helper's own free one.
-      server = await startServeProcess(['--demo', '--port', String(port)], env);
+      server = await ServerProcess.start(['--demo', '--port', String(port)], env);
       const { summary } = server;
       expect(summary.url).toBe(`http://127.0.0.1:${port}`);
       expect(summary.demo?.apiKeys.admin).toMatch(/^svc_sk_/);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { adminQuery, backends, TEST_SECRET_KEY } from '../helpers/harness.js';
-import { startServeProcess } from './server-process.js';
+import { ServerProcess } from '../helpers/server-process.js';
 import { auditStore, danaOf, driveWrites, stockDevices, unreadableWrites, type WriteLog } from './support.js';
 
 /*
@@ -34,7 +34,7 @@ describe.each(backends())('kill -9 under write load [%s]', (backend) => {
 
   it('restarts on the same store with every acknowledged write and nothing half-written', async () => {
     if (databaseUrl) await adminQuery(`CREATE SCHEMA ${schema}`);
-    const first = await startServeProcess([...args, '--demo'], env);
+    const first = await ServerProcess.start([...args, '--demo'], env);
     const demo = first.summary.demo!;
     const devices = await stockDevices(first.summary.url, demo.apiKeys.admin!, demo.companies.acme!, 1500);
 
@@ -52,7 +52,7 @@ describe.each(backends())('kill -9 under write load [%s]', (backend) => {
     if (backend === 'pglite') expect(Number(readFileSync(join(dataDir, 'svc.lock'), 'utf8'))).toBe(first.child.pid);
 
     // The restart takes the dead process's lock over and serves every acknowledged write.
-    const second = await startServeProcess(args, env);
+    const second = await ServerProcess.start(args, env);
     expect(await unreadableWrites(second.summary.url, demo.apiKeys.admin!, log), second.stderr()).toEqual([]);
     expect(await second.stop()).toBe(0);
     // And the store itself holds nothing half-written.

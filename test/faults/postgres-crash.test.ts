@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_SECRET_KEY } from '../helpers/harness.js';
 import { freePort } from '../helpers/ports.js';
-import { startServeProcess } from './server-process.js';
+import { ServerProcess } from '../helpers/server-process.js';
 import { auditStore, danaOf, driveWrites, stockDevices, unreadableWrites, type WriteLog } from './support.js';
 
 /*
@@ -61,7 +61,7 @@ describe('PostgreSQL killed mid-write (a private cluster)', () => {
   it('keeps every acknowledged write, and nothing half-written, across a crash of the database', async () => {
     const databaseUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
     const env = { SVC_SECRET_KEY: TEST_SECRET_KEY, DATABASE_URL: databaseUrl };
-    const server = await startServeProcess(['--demo'], env);
+    const server = await ServerProcess.start(['--demo'], env);
     let log: WriteLog;
     try {
       const demo = server.summary.demo!;

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { seriesValue } from '../helpers/prometheus.js';
-import { ServerProcess } from '../server/server-process.js';
+import { ServerProcess } from '../helpers/server-process.js';
 
 /*
  * The reader of the server's log pipe (stdout) stops reading, as a stalled log collector does, or goes
@@ -18,9 +18,9 @@ const BUFFER_BYTES = 256 * 1024;
 const PADDED_URL = `/healthz?padding=${'x'.repeat(12_000)}`;
 const CONCURRENCY = 16;
 
-function startLoggingServer(): ServerProcess {
+function startLoggingServer(): Promise<ServerProcess> {
   // Debug: two lines per request (arrival and end), so each request's padded arrival line meets the full buffer.
-  return new ServerProcess(['--data-dir', 'memory://', '--log-level', 'debug'], {
+  return ServerProcess.start(['--data-dir', 'memory://', '--log-level', 'debug'], {
     SHUTDOWN_GRACE_MS: String(GRACE_MS),
     LOG_BUFFER_BYTES: String(BUFFER_BYTES),
   });
@@ -82,19 +82,18 @@ async function requestNeverCompleted(url: string): Promise<{ ended: Promise<stri
 async function expectExitWithinGrace(server: ServerProcess, url: string): Promise<void> {
   const held = await requestNeverCompleted(url);
   const start = performance.now();
-  server.signal('SIGTERM');
-  expect(await server.exited).toBe(0);
+  expect(await server.stop()).toBe(0);
   expect(performance.now() - start).toBeLessThan(GRACE_MS + EXIT_MARGIN_MS);
   expect(await held.ended).toBe('ECONNRESET');
 }
 
 describe.skipIf(process.platform !== 'linux')('a log reader that stalls or goes away', () => {
   let server: ServerProcess | undefined;
-  afterEach(() => server?.kill());
+  afterEach(() => server?.kill9());
 
   it('stalled: requests are answered, log memory stays bounded, drops are counted, SIGTERM exits within the grace', async () => {
-    server = startLoggingServer();
-    const url = await server.started();
+    server = await startLoggingServer();
+    const { url } = server.summary;
     server.stopReadingStdout();
 
     // Fills the pipe, the reader's buffer and the server's log buffer (12 MB of log against well under 1 MB).
@@ -117,8 +116,8 @@ describe.skipIf(process.platform !== 'linux')('a log reader that stalls or goes 
   }, 180_000);
 
   it('gone: requests are answered, every line after is counted as dropped, SIGTERM exits within the grace', async () => {
-    server = startLoggingServer();
-    const url = await server.started();
+    server = await startLoggingServer();
+    const { url } = server.summary;
     server.closeStdout();
     // The pipe's read end closes asynchronously: lines written before it did were taken by the kernel, not lost.
     const droppedBefore = await firstDrop(url);

@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,13 +13,13 @@ import { mintSuccessorKey } from '../../src/gateway/cutover.js';
 import { createLegacyKey, resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { backends, client, TEST_SECRET_KEY, freePort, adminQuery, EVENTUALLY } from '../helpers/harness.js';
 import { LegacyV2Server } from '../helpers/legacy-v2.js';
+import { runCommandSync, ServerProcess, SVC_SERVER } from '../helpers/server-process.js';
 
 /*
  * The separate deployment: the core runs as its own process, the gateway in this one on the same
  * PostgreSQL schema, reaching the core over HTTP. PGlite cannot be shared, so PostgreSQL only.
  */
 
-const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 // Outside the brownouts of sunset.yaml, so v2 answers.
 const NOW = new Date('2026-06-01T12:00:00Z');
 type Doc = Record<string, unknown>;
@@ -35,7 +35,7 @@ async function waitUntilUp(url: string): Promise<boolean> {
 describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from the core [%s]', () => {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   let env: NodeJS.ProcessEnv;
-  let coreProcess: ChildProcess;
+  let coreProcess: ServerProcess;
   let core: Core;
   let gateway: FastifyInstance;
   let upstream: string;
@@ -46,14 +46,12 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     const url = new URL(inject('postgresUrl'));
     url.searchParams.set('options', `-c search_path=${schema}`);
     env = { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: url.toString(), SVC_SECRET_KEY: TEST_SECRET_KEY };
-    const seeded = spawnSync(process.execPath, [...ENTRY, 'seed', '--demo', '--json'], { env, encoding: 'utf8', timeout: 60_000 });
+    const seeded = runCommandSync(['seed', '--demo', '--json'], env);
     expect(seeded.status, seeded.stderr).toBe(0);
     demo = JSON.parse(seeded.stdout);
 
-    const port = await freePort();
-    coreProcess = spawn(process.execPath, [...ENTRY, 'serve', '--port', String(port)], { env, stdio: 'ignore' });
-    upstream = `http://127.0.0.1:${port}`;
-    if (!(await waitUntilUp(upstream))) throw new Error('the core did not start');
+    coreProcess = await ServerProcess.start([], env);
+    upstream = coreProcess.summary.url;
 
     const config = loadConfig({}, { databaseUrl: url.toString(), secretKey: TEST_SECRET_KEY, logLevel: 'silent', legacyV2TimeoutMs: 2000 });
     core = await createCore(config, { logger: pino({ level: 'silent' }), now: () => NOW });
@@ -62,7 +60,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
   }, 120_000);
 
   afterAll(async () => {
-    if (coreProcess?.exitCode === null) coreProcess.kill('SIGKILL');
+    await coreProcess?.kill9();
     await gateway?.close();
     await core?.close();
     await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
@@ -207,7 +205,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
 
   it('runs as svc-server gateway, and refuses to without PostgreSQL', async () => {
     const port = await freePort();
-    const gatewayProcess = spawn(process.execPath, [...ENTRY, 'gateway', '--upstream', upstream, '--port', String(port)], { env, stdio: 'ignore' });
+    const gatewayProcess = spawn(process.execPath, [SVC_SERVER, 'gateway', '--upstream', upstream, '--port', String(port)], { env, stdio: 'ignore' });
     const exited = new Promise((resolve) => gatewayProcess.once('exit', resolve));
     try {
       expect(await waitUntilUp(`http://127.0.0.1:${port}`)).toBe(true);
@@ -219,11 +217,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
       gatewayProcess.kill('SIGTERM');
       await exited;
     }
-    const embedded = spawnSync(process.execPath, [...ENTRY, 'gateway', '--upstream', upstream], {
-      env: { ...env, DATABASE_URL: '' },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const embedded = runCommandSync(['gateway', '--upstream', upstream], { ...env, DATABASE_URL: '' });
     expect(embedded.status).toBe(1);
     expect(embedded.stderr).toContain('set DATABASE_URL');
   });
@@ -276,9 +270,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
   });
 
   it('answers 502 in the v2 shape, promptly, once the core is down', async () => {
-    const exited = new Promise((resolve) => coreProcess.once('exit', resolve));
-    coreProcess.kill('SIGTERM');
-    await exited;
+    await coreProcess.stop();
     const started = Date.now();
     const res = await client(gateway, demo.legacyKeys.full).get('/v2/teams');
     expect(Date.now() - started).toBeLessThan(5000);

@@ -1,11 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { inject } from 'vitest';
-import { untilHealthy } from './healthz.js';
-import { freePort } from './ports.js';
+import { ServerProcess } from './server-process.js';
 
 /**
  * Where a page test saves a screenshot: docs/screenshots/ when refreshing them
@@ -40,26 +38,18 @@ export interface DemoInBrowser {
 
 export async function startDemoInBrowser(viewport: { width: number; height: number }): Promise<DemoInBrowser> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-browser-demo-'));
-  const port = await freePort();
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const env = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--demo', '--port', String(port)], { env, stdio: 'ignore' });
+  const env = { LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
+  let server: ServerProcess | undefined;
   let browser: Browser | undefined;
   const close = async () => {
     await browser?.close();
-    if (server.exitCode === null) {
-      const exited = new Promise((resolve) => server.once('exit', resolve));
-      server.kill('SIGTERM');
-      await exited;
-    }
+    await server?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    if (!(await untilHealthy(baseUrl, server, { timeoutMs: 50_000, intervalMs: 250 }))) {
-      throw new Error(`the demo server did not start (exit code ${server.exitCode})`);
-    }
+    server = await ServerProcess.start(['--demo'], env, { startupMs: 50_000 });
     browser = await launchChromium();
-    return { baseUrl, dataDir, page: await browser.newPage({ viewport }), close };
+    return { baseUrl: server.summary.url, dataDir, page: await browser.newPage({ viewport }), close };
   } catch (error) {
     await close();
     throw error;

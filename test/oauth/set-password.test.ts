@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SVC_SERVER_STEPS_TIMEOUT_MS } from '../helpers/harness.js';
+import { runCommandSync } from '../helpers/server-process.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
@@ -10,12 +10,10 @@ import { passwordMatches } from '../../src/access/passwords.js';
 import { sql } from '../../src/store/sql.js';
 import { pino } from 'pino';
 
-const ENTRY = ['--import', 'tsx', 'src/main.ts'];
-
 describe('svc-server users set-password', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-password-'));
   const env = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
-  const run = (args: string[], input = '') => spawnSync(process.execPath, [...ENTRY, ...args], { env, input, encoding: 'utf8', timeout: 60_000 });
+  const run = (args: string[], input = '') => runCommandSync(args, env, input);
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('reads the password from stdin, stores only its scrypt hash, and refuses a short one', async () => {

@@ -12,7 +12,8 @@ import { ephemeralJwks } from '../../src/oauth/provider.js';
  * between keys brings a collection into the export within a few dozen keys; the old code hung there.
  */
 
-const PROVIDER = fileURLToPath(new URL('../../src/oauth/provider.ts', import.meta.url));
+// The build (global-setup makes it), so the child needs no TypeScript loader.
+const PROVIDER = fileURLToPath(new URL('../../dist/src/oauth/provider.js', import.meta.url));
 const KEYS = 120;
 
 describe('the provider signing key', () => {
@@ -32,7 +33,7 @@ describe('the provider signing key', () => {
         if (garbage.length > 20000) garbage = [];
       }
       console.log('made ${KEYS}');`;
-    const child = spawnSync(process.execPath, ['--max-semi-space-size=1', '--import', 'tsx', '--input-type=module', '-e', script], {
+    const child = spawnSync(process.execPath, ['--max-semi-space-size=1', '--input-type=module', '-e', script], {
       encoding: 'utf8',
       timeout: 100_000,
     });

@@ -1,11 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { SIGN_IN_LIMITS } from '../../src/pages/account-pages.js';
 import { connect, jsonOf, rawPost, type Connected } from '../mcp/support/mcp.js';
 import { csrfOf, FormBrowser } from '../oauth/support.js';
 import { backends, TEST_SECRET_KEY, adminQuery } from '../helpers/harness.js';
-import { ServerProcess } from '../server/server-process.js';
+import { runCommandSync, ServerProcess } from '../helpers/server-process.js';
 import { freePort, OwnRedis, redisUrl, uniquePrefix, waitFor } from '../shared-state/redis-support.js';
 
 /*
@@ -15,7 +14,6 @@ import { freePort, OwnRedis, redisUrl, uniquePrefix, waitFor } from '../shared-s
  * PGlite cannot be shared between processes, so PostgreSQL only.
  */
 
-const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 const TOOLS_CALL = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'whoami', arguments: {} } };
 
 describe.each(backends().filter((b) => b === 'postgres' && redisUrl()))('two instances on PostgreSQL and Redis [%s]', () => {
@@ -43,25 +41,19 @@ describe.each(backends().filter((b) => b === 'postgres' && redisUrl()))('two ins
       REDIS_URL: redis.url,
       REDIS_KEY_PREFIX: uniquePrefix(),
     };
-    const seeded = spawnSync(process.execPath, [...ENTRY, 'seed', '--demo', '--json'], {
-      env: { ...process.env, ...env },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const seeded = runCommandSync(['seed', '--demo', '--json'], env);
     expect(seeded.status, seeded.stderr).toBe(0);
     demoKey = (JSON.parse(seeded.stdout) as { apiKeys: { admin: string } }).apiKeys.admin;
-    a = new ServerProcess([], env);
-    b = new ServerProcess([], env);
-    [urlA, urlB] = await Promise.all([a.started(), b.started()]);
+    // One after the other, so that afterAll stops A even when B fails to start.
+    a = await ServerProcess.start([], env);
+    b = await ServerProcess.start([], env);
+    [urlA, urlB] = [a.summary.url, b.summary.url];
     expect((await browser.signIn(urlA, 'admin@demo.example')).status).toBe(303);
   }, 120_000);
 
   afterAll(async () => {
     for (const session of sessions) await session.close().catch(() => undefined);
-    for (const instance of [a, b]) {
-      instance?.signal('SIGTERM');
-      await instance?.exited;
-    }
+    for (const instance of [a, b]) await instance?.stop();
     await redis?.kill();
     await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
   });

@@ -15,7 +15,7 @@ const WORKLOAD = 'const kept = []; const make = (i) => ({ i, name: "x" + i, nest
 async function pretenuringTraced(nodeFlags: string[]): Promise<number> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--trace-pretenuring-statistics', ...nodeFlags, '--import', 'tsx', '--import', './src/runtime-flags.ts', '-e', WORKLOAD],
+    ['--trace-pretenuring-statistics', ...nodeFlags, '--import', './dist/src/runtime-flags.js', '-e', WORKLOAD],
     { maxBuffer: 16 * 1024 * 1024 },
   );
   return stdout.split('\n').filter((line) => line.includes('pretenuring:')).length;

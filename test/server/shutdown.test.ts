@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
 import { sql, type Sql } from '../../src/store/sql.js';
-import { freshDataDir, runCommand, ServerProcess } from './server-process.js';
+import { freshDataDir, runCommand, ServerProcess } from '../helpers/server-process.js';
 
 /*
  * SIGTERM while a request is in flight: the request still completes (and its write is committed),
@@ -48,15 +48,15 @@ async function v2CallsRecorded(dataDir: string): Promise<number> {
 describe('svc-server serve: graceful shutdown on SIGTERM', () => {
   const dataDir = freshDataDir();
   let server: ServerProcess | undefined;
-  afterAll(() => server?.kill());
+  afterAll(() => server?.kill9());
 
   it('finishes the in-flight request, flushes usage and exits 0', async () => {
     const seeded = JSON.parse(await runCommand(['seed', '--demo', '--json', '--data-dir', dataDir])) as SeedSummary;
     const usageBefore = await v2CallsRecorded(dataDir);
     // Usage is written only at shutdown: a flush interval far beyond the test.
     // Debug, so that a request's arrival is logged (at info only its end is).
-    server = new ServerProcess(['--data-dir', dataDir, '--log-level', 'debug'], { LEGACY_USAGE_FLUSH_MS: '60000' });
-    const url = await server.started();
+    server = await ServerProcess.start(['--data-dir', dataDir, '--log-level', 'debug'], { LEGACY_USAGE_FLUSH_MS: '60000' });
+    const { url } = server.summary;
     const admin = { 'x-api-key': seeded.apiKeys.admin };
 
     const list = await send(`${url}/v4/employees?limit=1`, 'GET', admin);
@@ -85,7 +85,7 @@ describe('svc-server serve: graceful shutdown on SIGTERM', () => {
       void server!
         .until(() => server!.logs.some((line) => line.msg === 'incoming request' && (line.req as { url?: string })?.url === path), 'the PATCH arrived')
         .then(async () => {
-          server!.signal('SIGTERM');
+          void server!.stop();
           await server!.until(() => server!.logs.some((line) => line.msg?.startsWith('shutting down') === true), 'it logged the shutdown');
           req.end(body.slice(10));
         }, reject);

@@ -1,7 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshDataDir, runCommand, ServerProcess } from './server-process.js';
+import { freshDataDir, runCommand, ServerProcess } from '../helpers/server-process.js';
 
 /*
  * The embedded store is locked by the running server (PGlite is single-process), so
@@ -22,13 +22,12 @@ describe('a successor key minted on a running embedded server [pglite]', () => {
 
   beforeAll(async () => {
     dataDir = freshDataDir();
-    server = new ServerProcess(['--demo', '--data-dir', dataDir], { LOG_LEVEL: 'warn', DATABASE_URL: '', SVC_SECRET_KEY: '' });
-    url = await server.started();
+    server = await ServerProcess.start(['--demo', '--data-dir', dataDir], { LOG_LEVEL: 'warn', DATABASE_URL: '', SVC_SECRET_KEY: '' });
+    url = server.summary.url;
     demo = JSON.parse(readFileSync(join(dataDir, 'demo-keys.json'), 'utf8')) as DemoKeys;
   }, 120_000);
   afterAll(async () => {
-    server?.kill();
-    await server?.exited;
+    await server?.kill9();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
