@@ -67,8 +67,9 @@ function probeChromium(path: string): Promise<string | undefined> {
  * skips its suites, named at the start and the end of the run; in CI it fails the run instead.
  */
 export default async function setup(project: TestProject) {
-  // Some tests run the built `svc` (dist/), as users do; building first keeps it current.
-  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  // The tests of svc and svc-server as processes run the build (dist/), as users do; building first keeps
+  // it current. The same incremental compile as `npm run typecheck`: right after one it only hashes files.
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.check.json'], { stdio: 'inherit' });
   // Made once here, so that the workers' first PGlite stores start from it too (src/store/pglite-template.ts).
   await emptyClusterTemplate();
 
