@@ -48,7 +48,8 @@ describe.skipIf(!chromiumPath())('the migration dashboard in a real browser, wit
     expect(before.days).toHaveLength(30);
     expect(before.companies.map((c) => c.name)).toEqual(['Acme Corp', 'Globex GmbH']);
     const traffic = await new Promise<{ calls: { full: number; addressOnly: number } }>((resolve, reject) => {
-      const args = ['--import', 'tsx', 'scripts/v2-traffic.ts', '--url', baseUrl, '--seconds', '2', '--keys-file', join(dataDir, 'demo-keys.json'), '--json'];
+      // Compiled by global-setup with the rest of the tree: a plain node start.
+      const args = ['dist/scripts/v2-traffic.js', '--url', baseUrl, '--seconds', '2', '--keys-file', join(dataDir, 'demo-keys.json'), '--json'];
       execFile(process.execPath, args, { encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) =>
         error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(JSON.parse(stdout) as { calls: { full: number; addressOnly: number } }),
       );
