@@ -51,6 +51,8 @@ export interface CoreOptions {
   now?: () => Date;
   /** PostgreSQL schema (tests isolate themselves per file). */
   schema?: string;
+  /** The cluster a new PGlite store starts as, instead of an empty one (tests: migrated and seeded once per run). */
+  pgliteCluster?: Blob;
   /** Maps to serve instead of the package's (tests shrink the list ceiling). */
   mappings?: Mappings;
   /**
@@ -113,7 +115,7 @@ function resolveSecretKey(config: Config): Buffer {
 export async function createCore(config: Config, options: CoreOptions = {}): Promise<Core> {
   const mappings = options.mappings ?? loadMappingsToServe();
   const { logger, output: logOutput } = coreLogger(config, options.logger);
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema });
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema, pgliteCluster: options.pgliteCluster });
   let changes: ChangeFeed | undefined;
   try {
     changes = await openChangeFeed(db, logger);

@@ -5,6 +5,7 @@ import { sql, type Planning, type Sql } from './sql.js';
 import { StatementNames } from './statement-names.js';
 import { createPglite } from './pglite-template.js';
 import type { ClientBase, Pool } from 'pg';
+import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
 
 /** Something that runs parameterised SQL: the database itself or an open transaction. */
 export interface Queryable {
@@ -61,11 +62,13 @@ export interface OpenDbOptions {
   databaseUrl?: string | undefined;
   dataDir: string;
   /** PostgreSQL schema to use (tests isolate themselves in their own schema). */
-  schema?: string;
+  schema?: string | undefined;
+  /** The cluster a new PGlite store starts as (createPglite): tests start from one migrated and seeded once. */
+  pgliteCluster?: Blob | undefined;
 }
 
 export async function openDb(options: OpenDbOptions): Promise<Db> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl, options.schema) : openPglite(options.dataDir);
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.schema) : openPglite(options.dataDir, options.pgliteCluster);
 }
 
 export class DataDirInUseError extends Error {}
@@ -105,8 +108,14 @@ function lockDataDir(dataDir: string): () => void {
   throw new DataDirInUseError(`Could not lock the data directory ${dataDir}`);
 }
 
-async function openPglite(dataDir: string): Promise<Db> {
+/** What every PGlite store is opened with: the shared type parsers and the trigram extension. */
+export async function pgliteOptions(): Promise<PGliteOptions> {
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  return { parsers, extensions: { pg_trgm } };
+}
+
+async function openPglite(dataDir: string, cluster?: Blob): Promise<Db> {
+  const options = await pgliteOptions();
   const inMemory = dataDir.startsWith('memory://');
   let unlock = () => {};
   if (!inMemory) {
@@ -116,12 +125,17 @@ async function openPglite(dataDir: string): Promise<Db> {
   }
   let pg;
   try {
-    pg = await createPglite(inMemory ? dataDir : join(dataDir, 'pgdata'), { parsers, extensions: { pg_trgm } });
+    pg = await createPglite(inMemory ? dataDir : join(dataDir, 'pgdata'), options, undefined, cluster);
   } catch (error) {
     unlock();
     throw error;
   }
-  const run = async <R>(target: Pick<typeof pg, 'query'>, statement: Sql) => {
+  return pgliteDb(pg, unlock);
+}
+
+/** A Db over an open PGlite store (opened with pgliteOptions); `release` runs once the store is closed. */
+export function pgliteDb(pg: PGlite, release: () => void = () => {}): Db {
+  const run = async <R>(target: Pick<PGlite, 'query'>, statement: Sql) => {
     const { text, values } = statement.toQuery();
     return (await target.query<R>(text, values)).rows;
   };
@@ -143,7 +157,7 @@ async function openPglite(dataDir: string): Promise<Db> {
     },
     close: async () => {
       await pg.close();
-      unlock();
+      release();
     },
   };
 }

@@ -12,6 +12,7 @@ import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
  * new data directory. The copy is made once per PGlite version, in the user's cache directory, and used
  * only from there while this user alone can write it: a copy planted by someone else would be a store
  * with their roles and data. Where the cache cannot be used, stores are made by initdb as before.
+ * The same mechanism keeps the tests' migrated and seeded cluster (test/helpers/seeded-template.ts).
  */
 
 /** PGlite.create, PGlite loaded only when a store is opened: a PostgreSQL deployment never loads it. */
@@ -26,7 +27,10 @@ function readPgliteVersion(): string {
   return (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-let pgliteVersion: string | undefined;
+let version: string | undefined;
+
+/** The installed PGlite's version: a copy made by another version is never unpacked. */
+export const pgliteVersion = () => (version ??= readPgliteVersion());
 
 /** Where the cluster copies are kept: $XDG_CACHE_HOME (or ~/.cache, as the XDG spec says for a relative one)/device-lifecycle-service. */
 export function defaultTemplateDir(): string {
@@ -35,13 +39,23 @@ export function defaultTemplateDir(): string {
 }
 
 /** The file of the empty cluster of the installed PGlite's version in `dir` (read on first use, not when the store module loads). */
-export const templateFile = (dir: string) => join(dir, `pglite-${(pgliteVersion ??= readPgliteVersion())}-empty-cluster.tar.gz`);
+export const templateFile = (dir: string) => join(dir, `pglite-${pgliteVersion()}-empty-cluster.tar.gz`);
 
 /** Owned by this user and writable by no one else (POSIX: elsewhere the cache is never used). */
 const ownedAlone = ({ uid, mode }: { uid: number; mode: number }) => uid === process.getuid?.() && (mode & 0o022) === 0;
 
-/** The copy in `file` (gzipped), read through a descriptor that is not a symlink's, checked on that descriptor. */
-function readTemplate(file: string): Uint8Array | undefined {
+/** `dir`, made for this user alone when absent; false when others may write it (nothing in it is trusted) or it cannot be made. */
+export function usableCacheDir(dir: string): boolean {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return ownedAlone(statSync(dir));
+  } catch {
+    return false;
+  }
+}
+
+/** `file` in a cache directory, read through a descriptor that is not a symlink's, checked on that descriptor. */
+export function readOwnedFile(file: string): Uint8Array | undefined {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -55,25 +69,35 @@ function readTemplate(file: string): Uint8Array | undefined {
   }
 }
 
+/** The store's cluster, gzipped; checkpointed first, so that stores unpacked from it start without crash recovery. */
+export async function dumpCluster(store: PGlite): Promise<Uint8Array> {
+  await store.exec('CHECKPOINT');
+  return new Uint8Array(await (await store.dumpDataDir('gzip')).arrayBuffer());
+}
+
+/**
+ * Writes `bytes` to `file` (mode 0600) whole under a name no one can foresee, then renames it: a reader
+ * sees the old file or the new one. A failure leaves the old one; the caller still has what it wrote.
+ */
+export function replaceFile(file: string, bytes: Uint8Array | string): void {
+  const partial = `${file}.${randomUUID()}.partial`;
+  try {
+    writeFileSync(partial, bytes, { mode: 0o600, flag: 'wx' });
+    renameSync(partial, file);
+  } catch {
+    rmSync(partial, { force: true });
+  }
+}
+
 async function makeTemplate(file: string): Promise<Uint8Array> {
   const empty = await createStore('memory://');
   let gzipped: Uint8Array;
   try {
-    // Checkpointed, so that stores unpacked from it start without crash recovery.
-    await empty.exec('CHECKPOINT');
-    gzipped = new Uint8Array(await (await empty.dumpDataDir('gzip')).arrayBuffer());
+    gzipped = await dumpCluster(empty);
   } finally {
     await empty.close();
   }
-  // Written whole under a name no one can foresee, then renamed: a reader sees the old file or the new one.
-  const partial = `${file}.${randomUUID()}.partial`;
-  try {
-    writeFileSync(partial, gzipped, { mode: 0o600, flag: 'wx' });
-    renameSync(partial, file);
-  } catch {
-    // Not kept for later processes; this one still uses it.
-    rmSync(partial, { force: true });
-  }
+  replaceFile(file, gzipped);
   return gzipped;
 }
 
@@ -88,10 +112,9 @@ export function emptyClusterTemplate(dir = defaultTemplateDir()): Promise<Uint8A
   if (!template) {
     template = (async () => {
       try {
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
-        if (!ownedAlone(statSync(dir))) return undefined;
+        if (!usableCacheDir(dir)) return undefined;
         const file = templateFile(dir);
-        return readTemplate(file) ?? (await makeTemplate(file));
+        return readOwnedFile(file) ?? (await makeTemplate(file));
       } catch {
         return undefined;
       }
@@ -105,13 +128,16 @@ export function emptyClusterTemplate(dir = defaultTemplateDir()): Promise<Uint8A
 const isNewStore = (path: string) => !existsSync(path) || readdirSync(path).length === 0;
 
 /**
- * PGlite.create at `path` (a directory or memory://); a new store is unpacked from the empty-cluster
- * template when there is one. A template that fails to unpack is removed, what it left in the new
- * directory goes, and the store is made by initdb.
+ * PGlite.create at `path` (a directory or memory://); a new store is unpacked from `cluster` (a tarball
+ * of dumpCluster's, unzipped) when given, else from the empty-cluster template when there is one. A
+ * template that fails to unpack is removed, what it left in the new directory goes, and the store is
+ * made by initdb.
  */
-export async function createPglite(path: string, options: PGliteOptions, templateDir = defaultTemplateDir()): Promise<PGlite> {
+export async function createPglite(path: string, options: PGliteOptions, templateDir = defaultTemplateDir(), cluster?: Blob): Promise<PGlite> {
   const inMemory = path.startsWith('memory://');
-  const template = inMemory || isNewStore(path) ? emptyClusterTemplate(templateDir) : undefined;
+  const isNew = inMemory || isNewStore(path);
+  if (cluster && isNew) return createStore(path, { ...options, loadDataDir: cluster });
+  const template = isNew ? emptyClusterTemplate(templateDir) : undefined;
   const gzipped = await template;
   if (!gzipped) return createStore(path, options);
   try {

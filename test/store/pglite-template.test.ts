@@ -1,13 +1,15 @@
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createPglite, templateFile } from '../../src/store/pglite-template.js';
+import { createPglite, dumpCluster, templateFile } from '../../src/store/pglite-template.js';
 
 /*
- * New PGlite stores unpacked from a copy of an empty cluster instead of initdb. A cluster's system
- * identifier is drawn at initdb: stores unpacked from one copy share it, a store made by initdb has its own.
+ * New PGlite stores unpacked from a copy of an empty cluster instead of initdb, or from a cluster they are
+ * given. A cluster's system identifier is drawn at initdb: stores unpacked from one copy share it, a store
+ * made by initdb has its own.
  */
 
 const roots: string[] = [];
@@ -66,6 +68,25 @@ describe('PGlite stores from the empty-cluster template', () => {
       expect(await systemIdentifier(db)).toBe(id);
       await db.close();
     }
+  }, 90_000);
+
+  it('starts a new store as the cluster it is given, and opens an existing store as it is', async () => {
+    const templates = tempDir('cache');
+    const source = await createPglite('memory://', {}, templates);
+    await source.exec(`CREATE TABLE kept (note text); INSERT INTO kept VALUES ('in the given cluster')`);
+    const cluster = new Blob([gunzipSync(await dumpCluster(source))]);
+    await source.close();
+
+    const path = join(tempDir('store'), 'pgdata');
+    for (const target of ['memory://', path]) {
+      const db = await createPglite(target, {}, templates, cluster);
+      expect((await db.query<{ note: string }>('SELECT note FROM kept')).rows).toEqual([{ note: 'in the given cluster' }]);
+      await db.exec(`UPDATE kept SET note = 'written after unpacking'`);
+      await db.close();
+    }
+    const reopened = await createPglite(path, {}, templates, cluster);
+    expect((await reopened.query<{ note: string }>('SELECT note FROM kept')).rows).toEqual([{ note: 'written after unpacking' }]);
+    await reopened.close();
   }, 90_000);
 
   it('unpacks a copy read from the cache, in a later process', async () => {
