@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
 import { createCompany, createUser, mintKeyForUser, revokeKey } from '../../src/domain/admin.js';
@@ -305,11 +305,11 @@ describe.each(backends())('legacy key cutover, automatic policy [%s]', (backend)
     const admin = client(s.app, s.demo.apiKeys.admin);
     const successor = (await admin.post(`/v4/admin/legacy-keys/${key.id}/successor`, { capabilities: ['mcp:employees:read'] })).body.data.successor.apiKey;
     expect((await client(s.app, successor).get('/v4/me')).status).toBe(200);
-    // On PostgreSQL a second instance on the same schema; the embedded store has one process, checking from several requests.
+    // On PostgreSQL a second instance on the same database and schema; the embedded store has one process, checking from several requests.
     const [{ schema }] = (await s.core.db.query<{ schema: string }>(sql`SELECT current_schema() AS schema`)) as [{ schema: string }];
     const other =
       backend === 'postgres'
-        ? await createCore(loadConfig({}, { dataDir: 'memory://', databaseUrl: inject('postgresUrl'), secretKey: TEST_SECRET_KEY, logLevel: 'silent' }), { schema, now: clock.now, mappings: s.core.mappings, logger })
+        ? await createCore(loadConfig({}, { dataDir: 'memory://', databaseUrl: s.core.config.databaseUrl, secretKey: TEST_SECRET_KEY, logLevel: 'silent' }), { schema, now: clock.now, mappings: s.core.mappings, logger })
         : s.core;
     try {
       clock.advance(15);

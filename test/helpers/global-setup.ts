@@ -5,6 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { emptyClusterTemplate } from '../../src/store/pglite-template.js';
+import { makePostgresTemplate, seededPglite, type PostgresTemplate } from './seeded-template.js';
 
 export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 export const DEFAULT_TEST_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -70,8 +71,10 @@ export default async function setup(project: TestProject) {
   // The tests of svc and svc-server as processes run the build (dist/), as users do; building first keeps
   // it current. The same incremental compile as `npm run typecheck`: right after one it only hashes files.
   execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.check.json'], { stdio: 'inherit' });
-  // Made once here, so that the workers' first PGlite stores start from it too (src/store/pglite-template.ts).
+  // Made once here, so that the workers' first PGlite stores start from them too (src/store/pglite-template.ts);
+  // a seed that fails shows in the tests, where each boot tries it again.
   await emptyClusterTemplate();
+  await seededPglite().catch(() => undefined);
 
   const postgresUrl = process.env.TEST_DATABASE_URL ?? DEFAULT_TEST_DATABASE_URL;
   const redisUrl = process.env.TEST_REDIS_URL ?? DEFAULT_TEST_REDIS_URL;
@@ -91,12 +94,21 @@ export default async function setup(project: TestProject) {
 
   const has = (name: string) => !missing.some((c) => c.name === name);
   project.provide('postgresUrl', has('PostgreSQL') ? postgresUrl : '');
+  // Without it, every [postgres] boot migrates and seeds a schema of its own, as slow as before but as right.
+  const postgresTemplate = has('PostgreSQL')
+    ? await makePostgresTemplate(postgresUrl).catch((error: unknown) => {
+        console.warn(`\n!! No template database; each [postgres] boot migrates and seeds its own: ${String(error)}\n`);
+        return undefined;
+      })
+    : undefined;
+  project.provide('postgresTemplate', postgresTemplate?.template ?? null);
   project.provide('redisUrl', has('Redis') ? redisUrl : '');
   project.provide('chromiumPath', has('chromium') ? chromiumPath : '');
   project.provide('curlAndJq', has('curl and jq'));
   project.provide('promtool', has('promtool'));
 
-  return () => {
+  return async () => {
+    await postgresTemplate?.drop();
     if (missing.length > 0) console.warn(`\n!! Not run on this machine, and why:\n${report}\n`);
   };
 }
@@ -104,6 +116,8 @@ export default async function setup(project: TestProject) {
 declare module 'vitest' {
   export interface ProvidedContext {
     postgresUrl: string;
+    /** The run's migrated and seeded template database; null without PostgreSQL or when it could not be made. */
+    postgresTemplate: PostgresTemplate | null;
     redisUrl: string;
     chromiumPath: string;
     /** curl and jq are on PATH. */

@@ -8,6 +8,7 @@ import { seedDemo, type DemoData } from '../../src/domain/demo.js';
 import { buildApp } from '../../src/http/app.js';
 import { pino } from 'pino';
 import { freePort } from './ports.js';
+import { databaseUrl, runDatabase, seededPglite, seedSourceHash } from './seeded-template.js';
 
 export { freePort };
 
@@ -39,24 +40,50 @@ export interface TestApp {
 
 export const TEST_SECRET_KEY = 'a'.repeat(64);
 
+type TestAppOptions = { config?: Partial<Config>; core?: CoreOptions; seed?: boolean };
+
+/** Where a test app's store is, and the demo data it already holds. */
+interface TestStore {
+  databaseUrl?: string;
+  schema?: string;
+  pgliteCluster?: Blob;
+  /** Absent when the boot is to migrate (and seed) the store itself. */
+  demo?: DemoData;
+  drop(): Promise<void>;
+}
+
 /**
- * A real core and app on the chosen backend, seeded with the demo data. On PostgreSQL each
- * call gets its own schema, so test files run in parallel on one database.
+ * A copy of the seeded template (seeded-template.ts) where it holds exactly what this boot would seed, else
+ * a new store the boot migrates and seeds: without the seed, or on a database or data directory of the test's own.
  */
-export async function startTestApp(
-  backend: Backend,
-  options: { config?: Partial<Config>; core?: CoreOptions; seed?: boolean } = {},
-): Promise<TestApp> {
-  let schema: string | undefined;
-  let databaseUrl: string | undefined;
-  if (backend === 'postgres') {
-    databaseUrl = inject('postgresUrl');
-    schema = `t_${randomBytes(6).toString('hex')}`;
-    await adminQuery(`CREATE SCHEMA ${schema}`);
+async function testStore(backend: Backend, options: TestAppOptions): Promise<TestStore> {
+  const fromTemplate = options.seed !== false && options.config?.databaseUrl === undefined && options.config?.dataDir === undefined;
+  const serverUrl = inject('postgresUrl');
+  if (backend === 'pglite') {
+    if (!fromTemplate) return { drop: async () => {} };
+    const { cluster, demo } = await seededPglite();
+    return { pgliteCluster: cluster, demo: structuredClone(demo), drop: async () => {} };
   }
-  const config = loadConfig({}, { dataDir: 'memory://', databaseUrl, secretKey: TEST_SECRET_KEY, logLevel: 'silent', ...options.config });
-  const core = await createCore(config, { logger: pino({ level: 'silent' }), ...options.core, schema });
-  const demo = options.seed === false ? (undefined as unknown as DemoData) : await seedDemo(core.db);
+  const template = inject('postgresTemplate');
+  if (fromTemplate && template?.sourceHash === seedSourceHash()) {
+    const database = runDatabase(template.run, randomBytes(6).toString('hex'));
+    await adminQuery(`CREATE DATABASE ${database} TEMPLATE ${template.database}`);
+    return { databaseUrl: databaseUrl(serverUrl, database), demo: structuredClone(template.demo), drop: () => adminQuery(`DROP DATABASE ${database} WITH (FORCE)`) };
+  }
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  await adminQuery(`CREATE SCHEMA ${schema}`);
+  return { databaseUrl: serverUrl, schema, drop: () => adminQuery(`DROP SCHEMA ${schema} CASCADE`) };
+}
+
+/**
+ * A real core and app on the chosen backend, seeded with the demo data. On PostgreSQL each call gets its
+ * own database (or schema), so test files run in parallel on one server.
+ */
+export async function startTestApp(backend: Backend, options: TestAppOptions = {}): Promise<TestApp> {
+  const store = await testStore(backend, options);
+  const config = loadConfig({}, { dataDir: 'memory://', databaseUrl: store.databaseUrl, secretKey: TEST_SECRET_KEY, logLevel: 'silent', ...options.config });
+  const core = await createCore(config, { logger: pino({ level: 'silent' }), ...options.core, schema: store.schema, pgliteCluster: store.pgliteCluster });
+  const demo = store.demo ?? (options.seed === false ? (undefined as unknown as DemoData) : await seedDemo(core.db));
   const app = await buildApp(core);
   await app.ready();
   return {
@@ -67,11 +94,10 @@ export async function startTestApp(
     async close() {
       await app.close();
       await core.close();
-      if (schema) await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
+      await store.drop();
     },
   };
 }
-
 
 export interface ListeningTestApp extends TestApp {
   /** http://127.0.0.1:<port>: also the configured public base URL, so OAuth and MCP discovery URLs are exact. */
@@ -80,7 +106,7 @@ export interface ListeningTestApp extends TestApp {
 }
 
 /** The demo app listening on a loopback port it was configured with: clients speak real HTTP to it. */
-export async function startListeningApp(backend: Backend, options: Parameters<typeof startTestApp>[1] = {}): Promise<ListeningTestApp> {
+export async function startListeningApp(backend: Backend, options: TestAppOptions = {}): Promise<ListeningTestApp> {
   const port = await freePort();
   const t = await startTestApp(backend, { ...options, config: { host: '127.0.0.1', port, ...options?.config } });
   await t.app.listen({ host: '127.0.0.1', port });
