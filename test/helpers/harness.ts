@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
@@ -80,6 +81,8 @@ async function testStore(backend: Backend, options: TestAppOptions): Promise<Tes
  * own database (or schema), so test files run in parallel on one server.
  */
 export async function startTestApp(backend: Backend, options: TestAppOptions = {}): Promise<TestApp> {
+  // Counted for scripts/test-census.sh: a line per boot.
+  if (process.env.TEST_CENSUS) appendFileSync(process.env.TEST_CENSUS, `${backend}\n`);
   const store = await testStore(backend, options);
   const config = loadConfig({}, { dataDir: 'memory://', databaseUrl: store.databaseUrl, secretKey: TEST_SECRET_KEY, logLevel: 'silent', ...options.config });
   const core = await createCore(config, { logger: pino({ level: 'silent' }), ...options.core, schema: store.schema, pgliteCluster: store.pgliteCluster });
