@@ -306,14 +306,18 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
  * median req/s and the errors of all its runs. Ratios compare targets measured side by side: on this
  * machine one 5 s run of the same server swung by up to 30 % from the next.
  */
-export async function measureRounds<K extends string>(targets: Record<K, LoadTarget | OwnLoad>, seconds: number): Promise<Record<K, RoundsMeasurement>> {
+export async function measureRounds<K extends string>(
+  targets: Record<K, LoadTarget | OwnLoad>,
+  seconds: number,
+  connections = 10,
+): Promise<Record<K, RoundsMeasurement>> {
   const names = Object.keys(targets) as K[];
   const runs = new Map<K, Measurement[]>(names.map((name) => [name, []]));
   for (let round = 0; round < ROUNDS; round++) {
     // Every other round in reverse: a row always measured after another would carry what that one left behind.
     for (const name of round % 2 === 0 ? names : [...names].reverse()) {
       const target = targets[name];
-      runs.get(name)!.push('measure' in target ? await target.measure(seconds) : await measure(target.url, target.headers, seconds, 10, target.post, target.serverPid));
+      runs.get(name)!.push('measure' in target ? await target.measure(seconds) : await measure(target.url, target.headers, seconds, connections, target.post, target.serverPid));
     }
   }
   const median = (all: Measurement[]): RoundsMeasurement => {

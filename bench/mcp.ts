@@ -1,4 +1,5 @@
 import { capacityRatio, expectMcpEmployee, measureRounds, modernToolCall, pairedRatio, openMcpSession, startBenchServer, benchEachBackend, ROUNDS_NOTE, PAIRED_RATIO_NOTE, CAPACITY_RATIO_NOTE, type Backend, type LoadTarget } from './lib.js';
+import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/endpoint.js';
 
 /*
  * The cost of the MCP layer, per protocol revision: tools/call get_employee in an open 2025-11-25
@@ -26,7 +27,7 @@ async function run(backend: Backend) {
 
     const targets: Record<string, LoadTarget> = { rest: { url: `${server.baseUrl}/v4/employees/${id}`, headers: key } };
     for (const [era, { callHeaders, body }] of eras) targets[era] = { url: mcpUrl, headers: callHeaders, post: { body } };
-    const measured = await measureRounds(targets, SECONDS);
+    const measured = await measureRounds(targets, SECONDS, MCP_IN_FLIGHT_PER_CREDENTIAL);
     const rest = measured.rest!;
     const row = (label: string, m: typeof rest) => [backend, label, m.requestsPerSecond, m.p50, m.p99, m.errors, m.cpuMicrosPerRequest];
     const rows: (string | number)[][] = [row('REST GET /v4/employees/{id}', rest)];
@@ -44,7 +45,7 @@ async function run(backend: Backend) {
 }
 
 await benchEachBackend('mcp', ['store', 'request', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'CPU µs/req'], run, [
-    `autocannon in a separate process, 10 connections, ${SECONDS} s per run, on loopback, one server per store; the 2025-11-25 rows reuse one session (every request still re-authenticates the key and checks the session), the 2026-07-28 rows carry everything in each request.`,
+    `autocannon in a separate process, ${MCP_IN_FLIGHT_PER_CREDENTIAL} connections (one key: the most MCP requests it may have in flight; REST alike), ${SECONDS} s per run, on loopback, one server per store; the 2025-11-25 rows reuse one session (every request still re-authenticates the key and checks the session), the 2026-07-28 rows carry everything in each request.`,
     ROUNDS_NOTE,
     PAIRED_RATIO_NOTE,
     CAPACITY_RATIO_NOTE,

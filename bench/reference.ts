@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { danaOf } from '../test/faults/support.js';
 import type { ServerProcess } from '../test/helpers/server-process.js';
+import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/endpoint.js';
 import {
   benchEachBackend,
   capacityRatio,
@@ -60,6 +61,7 @@ async function run(backend: Backend) {
         projectMcp: mcp(project.summary.url, project.child.pid!),
       },
       SECONDS,
+      MCP_IN_FLIGHT_PER_CREDENTIAL,
     );
     const row = (label: string, m: typeof plain) => [backend, label, m.requestsPerSecond, m.p50, m.p99, m.errors, m.cpuMicrosPerRequest];
     const ratio = (label: string, a: typeof plain, b: typeof plain) => [backend, label, pairedRatio(a, b), '', '', '', capacityRatio(a, b)];
@@ -84,7 +86,7 @@ async function run(backend: Backend) {
 // The build of the sources as they are now: a stale one would measure other code.
 execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
 await benchEachBackend('reference', ['store', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/req'], run, [
-  `Three server processes on the same demo data: the reference (bench/workers/reference-server.ts), the build of \`svc-server serve\` silent, and the same at the default log level with its lines written to /dev/null; on PostgreSQL one schema, on PGlite a copy of one data directory each. autocannon in a separate process, 10 connections, ${SECONDS} s per run, on loopback.`,
+  `Three server processes on the same demo data: the reference (bench/workers/reference-server.ts), the build of \`svc-server serve\` silent, and the same at the default log level with its lines written to /dev/null; on PostgreSQL one schema, on PGlite a copy of one data directory each. autocannon in a separate process, ${MCP_IN_FLIGHT_PER_CREDENTIAL} connections (one key: the most MCP requests it may have in flight, MCP_IN_FLIGHT_PER_CREDENTIAL; REST rows alike, so rows compare), ${SECONDS} s per run, on loopback.`,
   ROUNDS_NOTE,
   PAIRED_RATIO_NOTE,
   'Server CPU µs/req: the server process’s CPU time (user and system, from /proc) over the requests answered, in the median run; on PGlite it includes the database. A capacity ratio: the reference’s CPU per request over the project’s, paired by round: the throughput ratio were the server’s CPU all that limited both.',
