@@ -96,10 +96,10 @@ export function defineOperation<I extends z.ZodType, O extends z.ZodType, C exte
   };
 }
 
-/** The refusal of a credential lacking the capability an operation requires. */
+/** The refusal of a credential lacking the capability an operation requires; `operationName` opens the sentence (an operation, or a page: "The migration dashboard"). */
 export function requireCapability(capabilities: ReadonlySet<string>, capability: Capability, operationName: string): void {
   if (!capabilities.has(capability)) {
-    throw forbidden('missing_capability', `This credential lacks ${capability}, which ${operationName} requires`, { required: capability });
+    throw forbidden('missing_capability', `${operationName} requires ${capability}, which this credential lacks`, { required: capability });
   }
 }
 

@@ -212,7 +212,7 @@ describe.each(backends())('MCP tools over the SDK client [%s]', (backend) => {
       expect(denied.isError).toBe(true);
       expect(textJson(denied).error).toEqual({
         code: 'missing_capability',
-        message: 'This credential lacks mcp:orders:read, which list_orders requires',
+        message: 'list_orders requires mcp:orders:read, which this credential lacks',
         details: { required: 'mcp:orders:read' },
       });
       // A write needs its own capability: the read does not imply it, and no approval is asked for a call that cannot run.

@@ -239,6 +239,9 @@ describe.each(backends())('migration administration [%s]', (backend) => {
       for (const [key, code] of [[narrow, 'missing_capability'], [successorKey, 'non_personal_user']] as const) {
         const answer = await reportWith(key);
         expect([answer.status, answer.code]).toEqual([403, code]);
+        if (code === 'missing_capability') {
+          expect(JSON.parse(answer.text).error.message).toBe('The migration dashboard requires mcp:company:read, which this credential lacks');
+        }
         expect(answer.text).not.toContain(legacy.id);
         expect([(await client(s.app, key).get('/v4/admin/legacy-keys')).status]).toEqual([403]);
       }
