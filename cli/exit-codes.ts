@@ -21,11 +21,12 @@ export const EXIT_CODES_HELP = `Exit codes of svc:
 
   0  success
   1  the API refused or failed the request (4xx other than those below, 5xx, a redirect,
-     which svc never follows, or the API could not be reached); for "svc migrate audit":
-     findings (see --fail-on)
+     which svc never follows, or the API could not be reached); a destructive command's
+     question answered no; for "svc migrate audit": findings (see --fail-on)
   2  usage error: unknown command or flag, a flag or input the operation's schema refuses
-     (checked before any request is sent), plain HTTP without --allow-localhost; for
-     "svc migrate audit": bad input, such as an unknown v2 scope
+     (checked before any request is sent), plain HTTP without --allow-localhost, a
+     destructive command without --yes when stdin is no terminal; for "svc migrate audit":
+     bad input, such as an unknown v2 scope
   4  authentication required or refused: no credential, a legacy v2 key, an unknown,
      revoked or disabled key (401), or a credential that lacks the access (403)
   5  conflict (409): the request clashes with existing data, such as a duplicate team name

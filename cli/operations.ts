@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import type { AnyOperation } from '../src/operations/operation.js';
-import { buildInput, describeInput, describeIssues, pathParamsOf, type FieldFlag } from './args.js';
+import { buildInput, describeInput, describeIssues, fillPath, pathParamsOf, type FieldFlag } from './args.js';
+import { confirmDestructive } from './confirm.js';
 import { usageError } from './exit-codes.js';
 import type { Envelope } from './http.js';
 import { readStdin, useColour, type CliIo } from './io.js';
@@ -65,7 +66,7 @@ async function readDocument(source: string, io: CliIo): Promise<Record<string, u
 /** The request of a call: path parameters filled in, the rest as query (GET) or JSON body. */
 export function requestOf(op: AnyOperation, input: Record<string, unknown>) {
   const params = pathParamsOf(op.path);
-  const path = op.path.replace(/:([A-Za-z]+)/g, (_, name: string) => encodeURIComponent(String(input[name])));
+  const path = fillPath(op.path, input);
   const rest = Object.fromEntries(Object.entries(input).filter(([key, value]) => !params.includes(key) && value !== undefined));
   if (op.method === 'GET') {
     return { method: op.method, path, query: Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, String(v)])) };
@@ -131,6 +132,7 @@ function printEnvelope(io: CliIo, envelope: Envelope & { ok: true }, format: Dat
 
 async function runOperation(session: Session, op: AnyOperation, id: string | undefined, values: Record<string, unknown>): Promise<void> {
   const input = await inputFromCommandLine(op, id, values, session.io);
+  await confirmDestructive(session, op, input, values.yes === true);
   const key = listKeyOf(op);
   const envelope = key && values.all ? await walkPages(session, op, key, input) : await session.call(requestOf(op, input));
   printEnvelope(session.io, envelope, session.format, op.columns);
@@ -176,6 +178,7 @@ export function registerOperationCommands(program: Command, operations: readonly
       command.addHelpText('after', `\n${jsonOnly.join(', ')}: objects or lists of objects, accepted only in the JSON body (--input <file> or --input -).`);
     }
     if (listKeyOf(op)) command.option('--all', 'fetch every page (progress on stderr when it is a terminal)');
+    if (op.destructive) command.option('-y, --yes', 'run without asking: it changes or removes data, so svc asks first on a terminal and needs --yes elsewhere');
     command.action(async (...args: unknown[]) => {
       const values = (args[params[0] ? 1 : 0] ?? {}) as Record<string, unknown>;
       await runOperation(session(), op, params[0] ? (args[0] as string) : undefined, values);

@@ -145,7 +145,9 @@ function checklistOf(input: AuditInput, report: { userCommand: string | null; mi
       keyState === 'quiet'
         ? `the key made no v2 call in the last ${input.days} days`
         : `no scope ${input.usage ? `it called in the last ${input.days} days` : 'of this integration'} has a v4 successor`;
-    const end = keep.length > 0 ? keep : [`Disable the v2 key once its owner confirms the integration is gone: \`svc legacy-keys disable ${keyId}\``];
+    // With no successor the key never reaches v2_quiet, so its disable is forced, with the reason on record.
+    const disable = `svc legacy-keys disable ${keyId} --force --reason ${quote('integration gone, confirmed by its owner')}`;
+    const end = keep.length > 0 ? keep : [`Disable the v2 key once its owner confirms the integration is gone: \`${disable}\``];
     return [`Mint no v4 key: ${why}`, ...end];
   }
   return [

@@ -4,23 +4,40 @@ import type { Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { createUser, mintKeyForUser } from '../domain/admin.js';
 import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
-import { sql } from '../store/sql.js';
+import { sql, type Sql } from '../store/sql.js';
 import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, type CutoverStage } from './cutover-stage.js';
-import { dedicatedUserEmail, disableIf, disableLegacyKey, enableLegacyKey, legacyKeyUsage, listLegacyKeys, type LegacyKeySummary } from './legacy-keys.js';
+import {
+  alreadyDisabled,
+  dedicatedUserEmail,
+  disableIf,
+  disableLegacyKey,
+  enableLegacyKey,
+  legacyKeyUsage,
+  listLegacyKeys,
+  type ActingAdmin,
+  type Disabling,
+  type LegacyKeySummary,
+} from './legacy-keys.js';
 import { leastCapabilities, type ScopeUsage } from './scope-rules.js';
 
 /*
  * The cutover of each legacy key to its successor v4 key (spec, reissue steps 5 and 6), from the
  * running service on either store: minting the successor for a dedicated non-personal user, the
- * keys-per-stage gauge, and the optional policy that disables a key once its successor works and
- * v2 has been quiet (mappings/sunset.yaml, cutover).
+ * keys-per-stage gauge, the guard that refuses to disable a key before its successor works and v2 is
+ * quiet (unless forced, with a reason), and the optional policy that disables such keys itself
+ * (mappings/sunset.yaml, cutover). Each mint, replace, disable and undo writes one audit log line
+ * naming the admin.
  */
 
 const DAY_MS = 86_400_000;
 
-/** Who asks: the companies they administer, and the capabilities they may hand on. */
-export interface Grantor {
+/** The admin acting on a key of one of their companies. */
+export interface KeyAdmin extends ActingAdmin {
   companyIds: readonly string[];
+}
+
+/** Who mints: an admin, and the capabilities they may hand on. */
+export interface Grantor extends KeyAdmin {
   capabilities: ReadonlySet<Capability>;
 }
 
@@ -123,6 +140,17 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor,
     await tx.query(sql`UPDATE legacy_keys SET successor_key_id = ${minted.keyId}, successor_minted_at = ${core.now().toISOString()} WHERE id = ${id}`);
     return minted;
   });
+  core.logger.info(
+    {
+      legacyKeyId: id,
+      companyId: key.companyId,
+      admin: { userId: grantor.userId, email: grantor.email },
+      successorKeyId: minted.keyId,
+      replacedKeyId: current?.keyId,
+      capabilities: minted.capabilities,
+    },
+    current ? 'successor key replaced' : 'successor key minted',
+  );
   return {
     key: await legacyKeyFor(core, grantor.companyIds, id),
     successor: {
@@ -136,23 +164,87 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor,
   };
 }
 
-/** The admin acting on a key of one of their companies. */
-interface KeyAdmin {
-  userId: string;
-  email: string;
-  companyIds: readonly string[];
+/**
+ * The facts of stage v2_quiet over `legacy_keys l`: no v2 call for quietDays (counted from the last
+ * call, or the undo of an earlier disable: GREATEST skips a NULL) and a successor that works.
+ * Checked again in the disabling UPDATE, so a v2 call recorded meanwhile keeps the key.
+ */
+function quietWithWorkingSuccessor(core: Core): Sql {
+  const quietBefore = new Date(core.now().getTime() - core.mappings.sunset.cutover.quietDays * DAY_MS).toISOString();
+  return sql`GREATEST(COALESCE(l.last_used_at, l.created_at), l.enabled_at) <= ${quietBefore}
+      AND EXISTS (SELECT 1 FROM api_keys s JOIN users su ON su.id = s.user_id
+        WHERE s.id = l.successor_key_id AND s.first_used_at IS NOT NULL AND s.revoked_at IS NULL AND su.disabled_at IS NULL)`;
 }
 
-/** An admin disables a key of one of their companies, recorded with who and why. */
-export async function adminDisableLegacyKey(core: Core, id: string, admin: KeyAdmin, reason?: string): Promise<LegacyKeySummary> {
-  await legacyKeyFor(core, admin.companyIds, id);
-  return disableLegacyKey(core, id, { by: 'admin', userId: admin.userId, reason: reason ?? `disabled by ${admin.email}` });
+/** A duration in the unit that reads best: minutes, hours, then days. */
+function elapsed(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return 'less than a minute';
+  if (minutes < 120) return `${minutes} minute${minutes === 1 ? '' : 's'}`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours} hours` : `${Math.floor(hours / 24)} days`;
+}
+
+/** What a key's cutover still lacks before a disable is safe (a working successor, v2 quiet); empty once v2_quiet. */
+export function missingBeforeDisable(key: Pick<LegacyKeySummary, 'lastUsedAt' | 'cutover'>, now: Date): string[] {
+  const { stage, successor, quietSince, quietFrom, quietDays, enabled } = key.cutover;
+  if (stage === 'v2_quiet') return [];
+  const missing: string[] = [];
+  if (!successor) missing.push('it has no successor v4 key');
+  else if (!successor.active) missing.push(`its successor key ${successor.maskedKey} no longer works (revoked, or its user disabled)`);
+  else if (!successor.firstUsedAt) missing.push(`its successor key ${successor.maskedKey} has made no successful v4 call yet`);
+  if (quietFrom > now.toISOString()) {
+    const ago = elapsed(now.getTime() - Date.parse(quietSince));
+    const since = quietSince === key.lastUsedAt ? `v2 was called with it ${ago} ago` : quietSince === enabled?.at ? `its disable was undone ${ago} ago` : `it was registered ${ago} ago`;
+    missing.push(`${since}, so it is quiet only on ${quietFrom.slice(0, 10)} (after ${quietDays} days without a v2 call)`);
+  }
+  return missing;
+}
+
+function legacyKeyInUse(key: LegacyKeySummary, now: Date) {
+  const missing = missingBeforeDisable(key, now);
+  const { stage, quietFrom } = key.cutover;
+  return conflict(
+    'legacy_key_in_use',
+    `Legacy key ${key.id} ("${key.name}") is at stage ${stage}, not v2_quiet: ${missing.join('; ')}. Disabling it would cut off an integration that may still be live; to disable it anyway, force it with a reason (force: true and reason; svc: --force --reason)`,
+    { stage, missing, quietFrom },
+  );
+}
+
+/** How an admin or the operator asks for a disable. */
+export interface DisableRequest {
+  /** Disable before the cutover says it is safe; the caller requires a reason with it. */
+  force?: boolean | undefined;
+  reason?: string | undefined;
+}
+
+/**
+ * Disables a key only when its cutover says it is safe (its successor works and v2 is quiet, checked
+ * again in the UPDATE itself), else 409 legacy_key_in_use naming the stage and what is missing; a
+ * forced disable skips the check and logs the stage it cut off.
+ */
+export async function disableWhenSafe(core: Core, key: LegacyKeySummary, disabling: Disabling, force = false): Promise<LegacyKeySummary> {
+  if (key.disabledAt) throw alreadyDisabled(key.id);
+  if (force) return disableLegacyKey(core, key.id, { ...disabling, forcedAtStage: key.cutover.stage });
+  if (key.cutover.stage !== 'v2_quiet') throw legacyKeyInUse(key, core.now());
+  const disabled = await disableIf(core, key.id, disabling, quietWithWorkingSuccessor(core));
+  if (disabled) return disabled;
+  // Between the read and the UPDATE, v2 was called, the successor revoked, or another admin disabled it.
+  const [current] = await listLegacyKeys(core, { id: key.id });
+  throw current?.disabledAt ? alreadyDisabled(key.id) : legacyKeyInUse(current ?? key, core.now());
+}
+
+/** An admin disables a key of one of their companies, when safe or forced, recorded with who and why. */
+export async function adminDisableLegacyKey(core: Core, id: string, admin: KeyAdmin, { force, reason }: DisableRequest = {}): Promise<LegacyKeySummary> {
+  const key = await legacyKeyFor(core, admin.companyIds, id);
+  const disabling = { by: 'admin' as const, admin: { userId: admin.userId, email: admin.email }, reason: reason ?? `disabled by ${admin.email}` };
+  return disableWhenSafe(core, key, disabling, force);
 }
 
 /** An admin undoes the disable of a key of one of their companies (until the sunset), recorded like the disable. */
 export async function adminEnableLegacyKey(core: Core, id: string, admin: KeyAdmin, reason?: string): Promise<LegacyKeySummary> {
   await legacyKeyFor(core, admin.companyIds, id);
-  return enableLegacyKey(core, id, { by: 'admin', userId: admin.userId, reason: reason ?? `enabled again by ${admin.email}` });
+  return enableLegacyKey(core, id, { by: 'admin', admin: { userId: admin.userId, email: admin.email }, reason: reason ?? `enabled again by ${admin.email}` });
 }
 
 /**
@@ -163,19 +255,13 @@ export async function adminEnableLegacyKey(core: Core, id: string, admin: KeyAdm
 export async function autoDisableQuietKeys(core: Core): Promise<LegacyKeySummary[]> {
   const { quietDays, autoDisable } = core.mappings.sunset.cutover;
   if (!autoDisable) return [];
-  const quietBefore = new Date(core.now().getTime() - quietDays * DAY_MS).toISOString();
   const disabled: LegacyKeySummary[] = [];
   for (const key of await listLegacyKeys(core)) {
     const { stage, successor, quietSince } = key.cutover;
     if (stage !== 'v2_quiet' || !successor) continue;
     const reason = `successor key ${successor.maskedKey} working since ${successor.firstUsedAt!.slice(0, 10)}; no v2 call since ${quietSince.slice(0, 10)} (quiet for ${quietDays} days)`;
-    // Quiet counts from the last v2 call, or the undo of an earlier disable (GREATEST skips a NULL).
-    const done = await disableIf(core, key.id, { by: 'policy', reason }, sql`GREATEST(COALESCE(l.last_used_at, l.created_at), l.enabled_at) <= ${quietBefore}
-      AND EXISTS (SELECT 1 FROM api_keys s JOIN users su ON su.id = s.user_id
-        WHERE s.id = l.successor_key_id AND s.first_used_at IS NOT NULL AND s.revoked_at IS NULL AND su.disabled_at IS NULL)`);
-    if (!done) continue;
-    core.logger.info({ legacyKeyId: key.id, companyId: key.companyId, successorKeyId: successor.keyId, reason }, 'legacy key disabled by the cutover policy');
-    disabled.push(done);
+    const done = await disableIf(core, key.id, { by: 'policy', reason }, quietWithWorkingSuccessor(core));
+    if (done) disabled.push(done);
   }
   return disabled;
 }

@@ -12,7 +12,7 @@ import { and, sql, type Sql } from '../store/sql.js';
 import { AppError, badRequest, conflict, notFound, validationError } from '../errors.js';
 import { closest } from '../did-you-mean.js';
 import { capabilitiesForScopes, scopeEntryFor, type Mappings } from './mappings.js';
-import { cutoverOf, type Cutover, type DisabledBy, type EnabledBy } from './cutover-stage.js';
+import { cutoverOf, type Cutover, type CutoverStage, type DisabledBy, type EnabledBy } from './cutover-stage.js';
 
 /*
  * Legacy v2 keys, registered in the gateway. Each is bound to a company and holds v2 scopes;
@@ -304,24 +304,35 @@ export async function importLegacyKeys(
   return { imported: keys.length, keys };
 }
 
+/** The admin acting on a key: recorded by user id, named by email in the audit log line. */
+export interface ActingAdmin {
+  userId: string;
+  email: string;
+}
+
 /** Who disables a key, and why; recorded with the date and shown with the key. */
 export interface Disabling {
   by: DisabledBy;
-  /** The admin's user id, when an admin disables. */
-  userId?: string;
-  reason?: string;
+  /** When an admin disables. */
+  admin?: ActingAdmin | undefined;
+  reason?: string | undefined;
+  /** The stage of a key disabled before its cutover said it was safe (forced), for the audit log. */
+  forcedAtStage?: CutoverStage | undefined;
 }
+
+const DISABLED_BY_TEXT: Record<DisabledBy, string> = { operator: 'the operator', admin: 'an admin', policy: 'the cutover policy' };
 
 /**
  * Disables the key if it is active and `condition` (over `legacy_keys l`) still holds, in one
  * conditional UPDATE: of several instances deciding at once, exactly one disables it. Revokes what
- * it bridged to in the same transaction. Returns the key, or undefined when nothing was disabled.
+ * it bridged to in the same transaction, then writes the audit log line. Returns the key, or
+ * undefined when nothing was disabled.
  */
 export async function disableIf(core: Core, id: string, disabling: Disabling, condition: Sql = sql`TRUE`): Promise<LegacyKeySummary | undefined> {
-  return core.db.transaction(async (tx) => {
+  const disabled = await core.db.transaction(async (tx) => {
     const [row] = await tx.query<{ bridge_user_id: string; bridge_key_id: string | null }>(sql`
       UPDATE legacy_keys l SET disabled_at = ${core.now().toISOString()}, disabled_by = ${disabling.by},
-        disabled_by_user_id = ${disabling.userId ?? null}, disable_reason = ${disabling.reason ?? null}
+        disabled_by_user_id = ${disabling.admin?.userId ?? null}, disable_reason = ${disabling.reason ?? null}
       WHERE l.id = ${id} AND l.disabled_at IS NULL AND ${condition}
       RETURNING l.bridge_user_id, l.bridge_key_id`);
     if (!row) return undefined;
@@ -333,23 +344,33 @@ export async function disableIf(core: Core, id: string, disabling: Disabling, co
     const [summary] = await selectKeys(tx, core, sql`l.id = ${id}`);
     return summary!;
   });
+  if (disabled) {
+    const { by, admin, reason, forcedAtStage } = disabling;
+    core.logger.info(
+      { legacyKeyId: id, companyId: disabled.companyId, by, admin, reason, forcedAtStage, successorKeyId: disabled.cutover.successor?.keyId },
+      `legacy key disabled by ${DISABLED_BY_TEXT[by]}`,
+    );
+  }
+  return disabled;
 }
 
-/** Stops the legacy key and everything it bridged to, from the next request on. */
+export const alreadyDisabled = (id: string) => conflict('legacy_key_disabled', `Legacy key ${id} is already disabled`);
+
+/** Stops the legacy key and everything it bridged to, from the next request on, whatever its stage. */
 export async function disableLegacyKey(core: Core, id: string, disabling: Disabling = { by: 'operator' }): Promise<LegacyKeySummary> {
   const disabled = await disableIf(core, id, disabling);
   if (disabled) return disabled;
   const [row] = await core.db.query(sql`SELECT 1 FROM legacy_keys WHERE id = ${id}`);
   if (!row) throw notFound('Legacy key', id);
-  throw conflict('legacy_key_disabled', `Legacy key ${id} is already disabled`);
+  throw alreadyDisabled(id);
 }
 
 /** Who undoes a disable, and why; recorded like a disable. */
 export interface Enabling {
   by: EnabledBy;
-  /** The admin's user id, when an admin enables. */
-  userId?: string;
-  reason?: string;
+  /** When an admin enables. */
+  admin?: ActingAdmin | undefined;
+  reason?: string | undefined;
 }
 
 /**
@@ -386,14 +407,14 @@ export async function enableLegacyKey(core: Core, id: string, enabling: Enabling
         : undefined;
     await tx.query(sql`
       UPDATE legacy_keys SET disabled_at = NULL, disabled_by = NULL, disabled_by_user_id = NULL, disable_reason = NULL,
-        enabled_at = ${core.now().toISOString()}, enabled_by = ${enabling.by}, enabled_by_user_id = ${enabling.userId ?? null},
+        enabled_at = ${core.now().toISOString()}, enabled_by = ${enabling.by}, enabled_by_user_id = ${enabling.admin?.userId ?? null},
         enable_reason = ${enabling.reason ?? null}, bridge_key_id = ${bridge?.keyId ?? null},
         bridge_key_ciphertext = ${bridge ? encryptSecret(core.secretKey, bridge.rawKey, id) : null}
       WHERE id = ${id}`);
     const [summary] = await selectKeys(tx, core, sql`l.id = ${id}`);
     return { summary: summary!, undone: { at: row.disabled_at, by: row.disabled_by, reason: row.disable_reason } };
   });
-  core.logger.info({ legacyKeyId: id, companyId: summary.companyId, enabled: summary.cutover.enabled, undone }, 'legacy key enabled again');
+  core.logger.info({ legacyKeyId: id, companyId: summary.companyId, by: enabling.by, admin: enabling.admin, reason: enabling.reason, undone }, 'legacy key enabled again');
   return summary;
 }
 

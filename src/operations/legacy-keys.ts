@@ -131,6 +131,22 @@ const MigrationPlan = z.object({
   cutover: Cutover,
 });
 
+/** The disable's input, also what the dashboard's form and `svc-server legacy-keys disable` are checked against. */
+export const DisableLegacyKeyInput = z
+  .strictObject({
+    id: Id.describe('Legacy key id (lk_…)'),
+    force: z
+      .boolean()
+      .optional()
+      .describe('Disable although the key is not v2_quiet (its successor not working, or v2 called lately): cuts off a possibly live integration; needs a reason'),
+    reason: Text(200, 'Why, as the dashboard shows it (default: "disabled by <your email>"); required with force').optional(),
+  })
+  .refine((input) => !input.force || input.reason !== undefined, {
+    message: 'required when force is true: say why the key is disabled before its cutover is done',
+    path: ['reason'],
+    params: { rule: 'required_with_force' },
+  });
+
 export const legacyKeyOperations = [
   defineOperation({
     name: 'list_legacy_keys',
@@ -218,20 +234,25 @@ export const legacyKeyOperations = [
     name: 'disable_legacy_key',
     cli: 'legacy-keys disable',
     title: 'Disable a legacy v2 key',
-    description: `Disables a legacy v2 key (the spec's reissue step 6, once its v4 successor works): from the next request on, v2 refuses it with 401 legacy_key_disabled, and the gateway's bridge key and user are revoked. Recorded with the date, the admin and the reason; the stage becomes v2_disabled. Until the sunset, enable_legacy_key undoes it. ${ADMINS_ONLY}; another company's key is 404; a disabled key answers 409 legacy_key_disabled.`,
+    description: `Disables a legacy v2 key (the spec's reissue step 6, once its v4 successor works): from the next request on, v2 refuses it with 401 legacy_key_disabled, and the gateway's bridge key and user are revoked. Only a key in stage v2_quiet (its successor works and v2 has been quiet) is disabled; any other answers 409 legacy_key_in_use naming its stage and what is missing, unless force is true, which needs a reason (400 validation_failed without one). Recorded with the date, the admin and the reason, and logged; the stage becomes v2_disabled. Until the sunset, enable_legacy_key undoes it. ${ADMINS_ONLY}; another company's key is 404; a disabled key answers 409 legacy_key_disabled.`,
     ...MIGRATION_WRITE,
     readOnly: false,
     destructive: true,
     method: 'POST',
     path: '/v4/admin/legacy-keys/:id/disable',
     origin: 'extension',
-    input: z.strictObject({
-      id: Id.describe('Legacy key id (lk_…)'),
-      reason: Text(200, 'Why, as the dashboard shows it (default: "disabled by <your email>")').optional(),
-    }),
+    input: DisableLegacyKeyInput,
     output: z.object({ key: LegacyKey }),
-    handler: async ({ core, principal }: OperationContext<Core>, { id, reason }) => ({
-      key: await (await cutover()).adminDisableLegacyKey(core, id, principal, reason),
+    // svc shows the key's name and stage when it asks for confirmation.
+    confirmWith: {
+      path: '/v4/admin/legacy-keys/:id',
+      describe: (data: unknown) => {
+        const { key } = data as { key: z.infer<typeof LegacyKey> };
+        return `Legacy key "${key.name}" (${key.id}) is at stage ${key.cutover.stage}${key.cutover.nextStep ? `: ${key.cutover.nextStep}` : ''}`;
+      },
+    },
+    handler: async ({ core, principal }: OperationContext<Core>, { id, force, reason }) => ({
+      key: await (await cutover()).adminDisableLegacyKey(core, id, principal, { force, reason }),
     }),
   }),
   defineOperation({

@@ -36,8 +36,13 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   /** Administration: a human admin only, never an integration's non-personal user (see requireHumanAdmin). */
   humanAdminOnly: boolean;
   readOnly: boolean;
-  /** Write hints (MCP annotations): may it destroy data; is a repeat harmless. */
+  /** Write hints (MCP annotations): may it destroy data; is a repeat harmless. `svc` asks before a destructive call (or takes --yes). */
   destructive: boolean;
+  /**
+   * What `svc` shows of the record a destructive call changes when it asks for confirmation: a GET
+   * path (its `:params` from the input) and the line describing its answer's data.
+   */
+  confirmWith?: { path: string; describe(data: unknown): string };
   idempotent: boolean;
   /** Reaches a system outside this service (MCP openWorldHint): the courier's API. */
   openWorld: boolean;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { AppError } from '../errors.js';
+import { AppError, notFound } from '../errors.js';
 import type { LegacyKeySummary } from '../gateway/legacy-keys.js';
 import { output, storeOptions, withCore, type StoreFlags } from './store-options.js';
 
@@ -61,12 +61,25 @@ ${describeLegacyKey(key)}
     },
   );
   storeOptions(
-    legacyKeys.command('disable').description('disable a legacy key and revoke its bridge key (takes effect on the next request)').argument('<id>'),
-  ).action(async (id: string, flags: StoreFlags) => {
-    const { disableLegacyKey } = await import('../gateway/legacy-keys.js');
+    legacyKeys
+      .command('disable')
+      .description('disable a legacy key whose successor works and whose v2 use is quiet (stage v2_quiet), revoking its bridge key (takes effect on the next request)')
+      .argument('<id>')
+      .option('--force', 'disable before v2_quiet: cuts off an integration that may still be live; needs --reason')
+      .option('--reason <text>', 'why, as the dashboard shows it; required with --force'),
+  ).action(async (id: string, flags: StoreFlags & { force?: boolean; reason?: string }) => {
+    const [{ DisableLegacyKeyInput }, { listLegacyKeys }, { disableWhenSafe }] = await Promise.all([
+      import('../operations/legacy-keys.js'),
+      import('../gateway/legacy-keys.js'),
+      import('../gateway/cutover.js'),
+    ]);
+    // The API's own rules: a ZodError here exits as validation_failed naming the field.
+    const { force, reason } = DisableLegacyKeyInput.parse({ id, force: flags.force, reason: flags.reason });
     await withCore(flags, async (core) => {
-      const key = await disableLegacyKey(core, id);
-      output(flags, key, `Disabled ${id}${key.bridgeKeyId ? `; bridge key ${key.bridgeKeyId} revoked` : ''}`);
+      const [key] = await listLegacyKeys(core, { id });
+      if (!key) throw notFound('Legacy key', id);
+      const disabled = await disableWhenSafe(core, key, { by: 'operator', reason }, force);
+      output(flags, disabled, `Disabled ${id}${disabled.bridgeKeyId ? `; bridge key ${disabled.bridgeKeyId} revoked` : ''}`);
     });
   });
   storeOptions(

@@ -1,5 +1,5 @@
 import { CAPABILITY_LABELS } from '../access/capabilities.js';
-import type { MintedSuccessor } from '../gateway/cutover.js';
+import { missingBeforeDisable, type MintedSuccessor } from '../gateway/cutover.js';
 import { CUTOVER_STAGES, type CutoverStage } from '../gateway/cutover-stage.js';
 import type { MigrationReport } from '../gateway/migration-report.js';
 import { html, type Html } from './html.js';
@@ -7,8 +7,8 @@ import { html, type Html } from './html.js';
 /*
  * The migration dashboard's cutover section: each legacy key's stage on the way to its successor v4
  * key with the dates, and the admin's forms for the next step (mint the successor, replace it,
- * disable the quiet key, undo a disable until the sunset); then the keys the automatic policy
- * disabled, with date and reason.
+ * disable the quiet key, or force the disable of one not yet quiet with a reason; undo a disable
+ * until the sunset); then the keys the automatic policy disabled, with date and reason.
  */
 
 type ReportKey = MigrationReport['keys'][number];
@@ -47,8 +47,18 @@ function actionForm(key: ReportKey, action: 'disable' | 'enable', label: string,
 <button type="submit" aria-label="${label}: ${key.name}">${label}</button></form>`;
 }
 
+/** Before v2_quiet the disable is only forced, with a reason, and says what the cutover still lacks. */
+function forcedDisableForm(key: ReportKey, missing: string[], csrfToken: string): Html {
+  return html`<form method="post" action="/app/migration/keys/${key.id}/disable" aria-label="Disable ${key.name} before its cutover is done">
+<input type="hidden" name="_csrf" value="${csrfToken}"><input type="hidden" name="force" value="true">
+<details><summary>Disable anyway (not yet safe)</summary>
+<p>Not yet safe: ${missing.join('; ')}. Disabling now cuts off an integration that may still be live.</p>
+<label>Reason (required, shown with the key) <input name="reason" required maxlength="200"></label>
+<p><button type="submit">Disable legacy key anyway</button></p></details></form>`;
+}
+
 /** `beforeSunset`: a disable can still be undone. */
-function nextStepCell(key: ReportKey, csrfToken: string, beforeSunset: boolean): Html {
+function nextStepCell(key: ReportKey, csrfToken: string, beforeSunset: boolean, now: Date): Html {
   const { stage, successor, disabled, enabled, nextStep } = key.cutover;
   if (disabled) {
     return html`Disabled ${minute(disabled.at)} UTC by ${BY_LABELS[disabled.by]}${disabled.reason ? html`: ${disabled.reason}` : ''}
@@ -57,7 +67,7 @@ ${beforeSunset ? actionForm(key, 'enable', 'Enable legacy key again', csrfToken)
   const canMint = key.successorCapabilities.allowed.length > 0;
   return html`${nextStep}${successor?.active ? html`<br>Successor <code>${successor.maskedKey}</code>: ${successor.capabilities.map((c) => html`<code>${c}</code> `)}` : ''}
 ${enabled ? html`<br>Enabled again ${minute(enabled.at)} UTC by ${BY_LABELS[enabled.by]}${enabled.reason ? html`: ${enabled.reason}` : ''}` : ''}
-${stage === 'v2_quiet' ? actionForm(key, 'disable', 'Disable legacy key', csrfToken) : ''}${canMint ? mintForm(key, csrfToken) : ''}`;
+${stage === 'v2_quiet' ? actionForm(key, 'disable', 'Disable legacy key', csrfToken) : forcedDisableForm(key, missingBeforeDisable(key, now), csrfToken)}${canMint ? mintForm(key, csrfToken) : ''}`;
 }
 
 function stageDates(key: ReportKey): string {
@@ -78,7 +88,7 @@ export function cutoverSection(report: MigrationReport, csrfToken: string): Html
 <table id="cutover"><thead><tr><th scope="col">Key</th><th scope="col">Stage</th><th scope="col">Dates (UTC)</th><th scope="col">Next step</th></tr></thead>
 <tbody>${report.keys.map(
     (key) => html`<tr><td>${key.name}<br><code>${key.id}</code><br><a href="${planPath(key.id)}">Migration plan</a></td><td data-stage="${key.cutover.stage}">${STAGE_LABELS[key.cutover.stage]}</td>
-<td>${stageDates(key)}</td><td>${nextStepCell(key, csrfToken, beforeSunset)}</td></tr>`,
+<td>${stageDates(key)}</td><td>${nextStepCell(key, csrfToken, beforeSunset, new Date(report.generatedAt))}</td></tr>`,
   )}</tbody></table>
 <h3>Disabled automatically</h3>
 <p>${autoDisable

@@ -3,11 +3,11 @@ import { z } from 'zod';
 import { CapabilitySchema } from '../access/capabilities.js';
 import { signedInCaller, type Caller, type UserRow } from '../access/principal.js';
 import type { Core } from '../core.js';
-import { badRequest, unauthorized, validationError } from '../errors.js';
-import { adminDisableLegacyKey, adminEnableLegacyKey, mintSuccessorKey } from '../gateway/cutover.js';
+import { AppError, badRequest, unauthorized, validationError } from '../errors.js';
+import { adminDisableLegacyKey, adminEnableLegacyKey, mintSuccessorKey, type Grantor } from '../gateway/cutover.js';
 import { buildMigrationReport, type MigrationReport } from '../gateway/migration-report.js';
 import { errorBody, toAppError } from '../http/errors.js';
-import { MIGRATION_READ, MIGRATION_WRITE } from '../operations/legacy-keys.js';
+import { DisableLegacyKeyInput, MIGRATION_READ, MIGRATION_WRITE } from '../operations/legacy-keys.js';
 import { requireAccess } from '../operations/operation.js';
 import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
@@ -171,42 +171,58 @@ export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContex
   });
 
   /** The signed-in admin of a cutover form, its CSRF token checked; the forms change what the admin operations do. */
-  const formAdmin = async (request: FastifyRequest): Promise<{ user: UserRow; caller: Caller }> => {
+  const formAdmin = async (request: FastifyRequest): Promise<{ user: UserRow; caller: Caller; admin: Grantor }> => {
     const user = await sessions.currentUser(request);
     if (!user) throw unauthorized('not_signed_in', 'Sign in at /app/sign-in first');
     sessions.checkCsrf(request);
     const caller = signedInCaller(user);
     requireAccess(caller, MIGRATION_WRITE, 'Changing a legacy key’s cutover');
-    return { user, caller };
+    return { user, caller, admin: { ...caller, userId: user.id, email: user.email } };
   };
 
   // The new key is shown once, above the dashboard; reloading the page never shows it again.
   app.post('/app/migration/keys/:id/successor', async (request, reply) => {
-    const { user, caller } = await formAdmin(request);
+    const { user, caller, admin } = await formAdmin(request);
     const { id } = request.params as { id: string };
     const form = request.body as Record<string, unknown>;
     const requested = z.array(CapabilitySchema).safeParse(formList(form.capabilities));
     if (!requested.success) throw validationError(requested.error, 'capabilities');
     if (requested.data.length === 0) throw badRequest('no_capabilities', 'Tick at least one capability for the successor key');
-    const minted = await mintSuccessorKey(core, id, caller, { capabilities: requested.data, replace: form.replace === 'true' });
+    const minted = await mintSuccessorKey(core, id, admin, { capabilities: requested.data, replace: form.replace === 'true' });
     const csrfToken = sessions.csrfToken(request, reply);
     const body = html`${mintedSuccessorNotice(minted)}${dashboardBody(await reportFor(core, caller), csrfToken)}`;
     return sendPage(reply, 'v2 migration', body, user, csrfToken, 201);
   });
 
-  // The disable and its undo, recorded as this admin's from the dashboard.
-  const changes = [
-    ['disable', adminDisableLegacyKey, 'disabled'],
-    ['enable', adminEnableLegacyKey, 'enabled again'],
-  ] as const;
-  for (const [action, change, done] of changes) {
-    app.post(`/app/migration/keys/:id/${action}`, async (request, reply) => {
-      const { user } = await formAdmin(request);
-      const { id } = request.params as { id: string };
-      await change(core, id, { userId: user.id, email: user.email, companyIds: user.company_ids }, `${done} by ${user.email} on the dashboard`);
-      return reply.redirect('/app/migration', 303);
+  // The disable and its undo, recorded as this admin's from the dashboard. A forced disable takes the
+  // admin's reason, checked as the API checks it; a refused one is shown above the dashboard.
+  app.post('/app/migration/keys/:id/disable', async (request, reply) => {
+    const { user, caller, admin } = await formAdmin(request);
+    const { id } = request.params as { id: string };
+    const form = request.body as Record<string, unknown>;
+    const parsed = DisableLegacyKeyInput.safeParse({
+      id,
+      ...(form.force === 'true' ? { force: true } : {}),
+      ...(typeof form.reason === 'string' && form.reason.trim() !== '' ? { reason: form.reason } : {}),
     });
-  }
+    if (!parsed.success) throw validationError(parsed.error, 'disable form');
+    const { force, reason = `disabled by ${user.email} on the dashboard` } = parsed.data;
+    try {
+      await adminDisableLegacyKey(core, id, admin, { force, reason });
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== 'legacy_key_in_use') throw error;
+      const csrfToken = sessions.csrfToken(request, reply);
+      const body = html`<p class="error" role="alert">${error.message}</p>${dashboardBody(await reportFor(core, caller), csrfToken)}`;
+      return sendPage(reply, 'v2 migration', body, user, csrfToken, error.status);
+    }
+    return reply.redirect('/app/migration', 303);
+  });
+  app.post('/app/migration/keys/:id/enable', async (request, reply) => {
+    const { user, admin } = await formAdmin(request);
+    const { id } = request.params as { id: string };
+    await adminEnableLegacyKey(core, id, admin, `enabled again by ${user.email} on the dashboard`);
+    return reply.redirect('/app/migration', 303);
+  });
 
   app.get(
     '/app/migration.json',

@@ -61,10 +61,18 @@ describe('svc-server legacy-keys create|import|list|disable|enable [pglite]', { 
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain(`${created.id}  co_acme  ${created.keyHint}  active  Payroll`);
 
-    const disabled = json('legacy-keys', 'disable', created.id);
-    expect(disabled).toMatchObject({ id: created.id, disabledAt: expect.any(String) });
+    // No successor yet: the operator's disable is refused like the API's, and forced only with a reason.
+    const refused = run('legacy-keys', 'disable', created.id);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`legacy_key_in_use: Legacy key ${created.id} ("Payroll") is at stage v2_only, not v2_quiet: it has no successor v4 key;`);
+    const noReason = run('legacy-keys', 'disable', created.id, '--force');
+    expect(noReason.code).toBe(1);
+    expect(noReason.stderr).toContain('validation_failed: Invalid arguments: reason: required when force is true');
+    expect(await resolve(created.legacyKey)).toMatchObject({ status: 'active' });
+    const disabled = json('legacy-keys', 'disable', created.id, '--force', '--reason', 'Payroll moved to the HR suite');
+    expect(disabled).toMatchObject({ id: created.id, disabledAt: expect.any(String), cutover: { disabled: { by: 'operator', reason: 'Payroll moved to the HR suite' } } });
     expect(await resolve(created.legacyKey)).toEqual({ status: 'disabled', legacyKeyId: created.id });
-    const again = run('legacy-keys', 'disable', created.id);
+    const again = run('legacy-keys', 'disable', created.id, '--force', '--reason', 'again');
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('legacy_key_disabled');
 

@@ -155,12 +155,12 @@ describe('svc argument parsing', () => {
   });
 
   it('sends flags as the JSON body of a write, typed, with the path parameter from the argument', async () => {
-    expect(await requestFor('products', 'pin-code', '--serial-number', 'SN-1', '--pin-code', '1234')).toEqual({
+    expect(await requestFor('products', 'pin-code', '--serial-number', 'SN-1', '--pin-code', '1234', '--yes')).toEqual({
       method: 'POST',
       path: '/v4/products/pin-code',
       body: { serialNumber: 'SN-1', pinCode: '1234' },
     });
-    expect(await requestFor('teams', 'update', 'team 1', '--name', 'Platform')).toEqual({
+    expect(await requestFor('teams', 'update', 'team 1', '--name', 'Platform', '--yes')).toEqual({
       method: 'PATCH',
       path: '/v4/teams/team%201',
       body: { name: 'Platform' },
@@ -198,6 +198,23 @@ describe('svc argument parsing', () => {
     expect(both.message).toContain('give exactly one of productId or serialNumber');
     const limit = await refusal('teams', 'list', '--limit', '0');
     expect(limit.message).toBe('Invalid input to teams list: --limit: Too small: expected number to be >=1');
+  });
+
+  it('needs --yes for a destructive command when stdin is no terminal, before any request', async () => {
+    const destructive = OPERATIONS.filter((o) => o.destructive).map((o) => o.cli);
+    expect(destructive.sort()).toEqual(['employees update', 'legacy-keys disable', 'products pin-code', 'teams update']);
+    const unconfirmed = await refusal('teams', 'update', 'team 1', '--name', 'Platform');
+    expect(unconfirmed.exitCode).toBe(EXIT.usage);
+    expect(unconfirmed.message).toBe('teams update changes or removes data: confirm it with --yes (svc asks only when stdin is a terminal)');
+    // The input is checked first: a bad flag is named even without --yes.
+    expect((await refusal('legacy-keys', 'disable', 'lk_1', '--force')).message).toBe(
+      'Invalid input to legacy-keys disable: --reason: required when force is true: say why the key is disabled before its cutover is done',
+    );
+    expect(await requestFor('legacy-keys', 'disable', 'lk_1', '--force', '--reason', 'integration gone', '-y')).toEqual({
+      method: 'POST',
+      path: '/v4/admin/legacy-keys/lk_1/disable',
+      body: { force: true, reason: 'integration gone' },
+    });
   });
 
   it('merges the --input body under the flags: a flag wins over the same field', () => {

@@ -237,7 +237,9 @@ describe.each(backends())('svc migrate audit --key against a started server [%s]
     expect(quietTable.code).toBe(0);
     expect(quietTable.stdout).toContain('Quiet: this v2 key made no call in the last 30 days (never called)');
     expect(quietTable.stdout).toContain(`1. Mint no v4 key: the key made no v2 call in the last 30 days`);
-    expect(quietTable.stdout).toContain(`2. Disable the v2 key once its owner confirms the integration is gone: \`svc legacy-keys disable ${quiet.id}\``);
+    expect(quietTable.stdout).toContain(
+      `2. Disable the v2 key once its owner confirms the integration is gone: \`svc legacy-keys disable ${quiet.id} --force --reason 'integration gone, confirmed by its owner'\``,
+    );
 
     const retired = await legacy(['api.teams.getAll'], 'Retired sync');
     t.core.legacyUsage.record(retired.id, 'GET /teams', 'api.teams.getAll', new Date());

@@ -39,11 +39,14 @@ class CapturedOutput extends Writable {
   }
 }
 
-/** Runs `svc <args>` in this process; `stdin` is all its standard input (none: empty). */
-export async function svc(args: string[], env: NodeJS.ProcessEnv, stdin?: string): Promise<SvcResult> {
+/**
+ * Runs `svc <args>` in this process; `stdin` is all its standard input (none: empty), typed on a
+ * terminal with `terminal` (what a question to the user needs).
+ */
+export async function svc(args: string[], env: NodeJS.ProcessEnv, stdin?: string, { terminal = false } = {}): Promise<SvcResult> {
   const stdout = new CapturedOutput();
   const stderr = new CapturedOutput();
-  const input = Readable.from(stdin === undefined ? [] : [Buffer.from(stdin)]);
+  const input = Object.assign(Readable.from(stdin === undefined ? [] : [Buffer.from(stdin)]), { isTTY: terminal });
   const code = await run(['node', 'svc', ...args], { stdout, stderr, env, fetch: globalThis.fetch, stdin: input });
   return { code, stdout: stdout.text, stderr: stderr.text };
 }

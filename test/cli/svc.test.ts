@@ -51,14 +51,14 @@ describe.each(backends())('svc against a started server [%s]', { timeout: 120_00
     expect((await json('employees', 'countries', ...acme)).countries).toContain('DE');
     const created = await json('employees', 'create', ...acme, '--display-name', 'Cli Person', '--email', 'cli.person@acme.example', '--team-name', 'Engineering');
     expect(created).toMatchObject({ displayName: 'Cli Person', teamName: 'Engineering', invitationQueued: false });
-    expect((await json('employees', 'update', created.id, '--job-title', 'QA Lead', '--country', 'de')).jobTitle).toBe('QA Lead');
+    expect((await json('employees', 'update', created.id, '--job-title', 'QA Lead', '--country', 'de', '--yes')).jobTitle).toBe('QA Lead');
     const inUse = await json('employees', 'register-device', created.id, '--serial-number', 'SN-CLI-INUSE', '--product-type', 'Laptops', '--manufacturer', 'Lenovo', '--model', 'X1');
     expect(inUse.assignment.employeeId).toBe(created.id);
     expect((await json('employees', 'devices', created.id)).devices.map((d: any) => d.serialNumber)).toEqual(['SN-CLI-INUSE']);
 
     const team = await json('teams', 'create', ...acme, '--name', 'Platform');
     expect((await json('teams', 'get', team.id)).employeeCount).toBe(0);
-    expect((await json('teams', 'update', team.id, '--name', 'Platform Core')).name).toBe('Platform Core');
+    expect((await json('teams', 'update', team.id, '--name', 'Platform Core', '--yes')).name).toBe('Platform Core');
     expect((await json('teams', 'list', ...acme, '--query', 'platform')).teams.map((x: any) => x.name)).toEqual(['Platform Core']);
 
     const stock = await json('inventory', 'search', ...acme, '--in-stock', '--product-type', 'Laptops', '--country', 'DE');
@@ -66,7 +66,7 @@ describe.each(backends())('svc against a started server [%s]', { timeout: 120_00
     expect(stock.devices.every((d: any) => d.inStock && d.productType === 'Laptops')).toBe(true);
     const device = stock.devices[0];
     expect((await json('products', 'get', device.id)).serialNumber).toBe(device.serialNumber);
-    expect((await json('products', 'pin-code', '--serial-number', device.serialNumber, '--pin-code', '2468', ...acme)).pinCodeSet).toBe(true);
+    expect((await json('products', 'pin-code', '--serial-number', device.serialNumber, '--pin-code', '2468', ...acme, '--yes')).pinCodeSet).toBe(true);
     expect((await json('devices', 'options', '--product-type', 'Laptops', ...acme)).options[0].rank).toBe(1);
     expect((await json('devices', 'suggestions', '--country', 'DE')).suggestions.length).toBeGreaterThan(0);
 

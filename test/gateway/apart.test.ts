@@ -255,7 +255,8 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
       expect(refused.body.error.code).toBe('admin_only');
       // An integration's successor key holds mcp:company:read as an admin of its company, yet never reads the migration.
       const integration = await createLegacyKey(shadowCore, shadowCore.mappings, { companyId: key.companyId, name: 'Shadow reader', scopes: ['api.company.addresses.get'] });
-      const successor = await mintSuccessorKey(shadowCore, integration.id, { companyIds: [key.companyId], capabilities: new Set(['mcp:company:read']) }, { capabilities: ['mcp:company:read'] });
+      const grantor = { ...(await shadowCore.auth.authenticate({ 'x-api-key': demo.apiKeys.admin })), companyIds: [key.companyId], capabilities: new Set(['mcp:company:read'] as const) };
+      const successor = await mintSuccessorKey(shadowCore, integration.id, grantor, { capabilities: ['mcp:company:read'] });
       const integrationAsks = await report(successor.successor.apiKey);
       expect([integrationAsks.status, integrationAsks.body.error.code]).toEqual([403, 'non_personal_user']);
       const unknown = await report('sk_live_not_a_key');

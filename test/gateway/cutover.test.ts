@@ -47,13 +47,19 @@ async function stageGauge(s: ListeningTestApp): Promise<Record<string, number>> 
 
 const gaugeWith = (stage: string) => ({ v2_only: 0, successor_minted: 0, successor_working: 0, v2_quiet: 0, v2_disabled: 0, [stage]: 1 });
 
+/** The end of every legacy_key_in_use message: what overrides the refusal. */
+const FORCE_HINT = 'Disabling it would cut off an integration that may still be live; to disable it anyway, force it with a reason (force: true and reason; svc: --force --reason)';
+
+/** Markup as the reader sees it: tags dropped, entities decoded, spaces collapsed. */
+const textOf = (markup: string) =>
+  markup.replace(/<[^>]+>/g, ' ').replace(/&#(\d+);/g, (_, c: string) => String.fromCharCode(Number(c))).replace(/\s+/g, ' ').trim();
+
 /** The cutover table's row of one key: its stage cell and the rest as text. */
 function cutoverRow(page: string, keyId: string): { stage: string; text: string } {
   const table = /<table id="cutover">([\s\S]*?)<\/table>/.exec(page)?.[1] ?? '';
   const row = [...table.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((m) => m[1]!).find((r) => r.includes(keyId));
   if (!row) throw new Error(`no cutover row for ${keyId}`);
-  const text = row.replace(/<[^>]+>/g, ' ').replace(/&#(\d+);/g, (_, c: string) => String.fromCharCode(Number(c))).replace(/\s+/g, ' ').trim();
-  return { stage: /data-stage="(\w+)"/.exec(row)![1]!, text };
+  return { stage: /data-stage="(\w+)"/.exec(row)![1]!, text: textOf(row) };
 }
 
 /** Reads a key's stage everywhere it shows: the admin API, the gauge, the JSON report and the page. */
@@ -122,6 +128,13 @@ describe.each(backends())('legacy key cutover [%s]', (backend) => {
     expect(page).toMatch(new RegExp(`action="/app/migration/keys/${legacy.id}/successor"`));
     expect(page).toContain('<input type="checkbox" name="capabilities" value="mcp:employees:read" checked>');
     expect(page).toContain('<input type="checkbox" name="capabilities" value="mcp:employees:write">');
+    // Disabling now would cut off the integration: refused, naming the stage and what is missing.
+    const early = await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, {});
+    expect([early.status, early.body.error.code]).toEqual([409, 'legacy_key_in_use']);
+    expect(early.body.error.message).toBe(
+      `Legacy key ${legacy.id} ("Demo v2 address sync") is at stage v2_only, not v2_quiet: it has no successor v4 key; v2 was called with it less than a minute ago, so it is quiet only on 2026-11-16 (after 14 days without a v2 call). ${FORCE_HINT}`,
+    );
+    expect(early.body.error.details).toMatchObject({ stage: 'v2_only', quietFrom: '2026-11-16T09:00:00.000Z' });
 
     // Day 1: an admin mints the successor on the dashboard; it is shown once.
     clock.advance(1);
@@ -158,6 +171,19 @@ describe.each(backends())('legacy key cutover [%s]', (backend) => {
     ({ cutover } = await expectStage(legacy.id, 'successor_working'));
     expect(cutover.quietFrom).toBe('2026-11-21T09:00:00.000Z');
     expect(cutover.nextStep).toBe('Move the remaining calls to v4: with no further v2 call, the key is quiet on 2026-11-21');
+    // The successor works, but v2 is not quiet yet: still refused; a force needs a reason.
+    const notQuiet = await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, {});
+    expect([notQuiet.status, notQuiet.body.error.message]).toEqual([
+      409,
+      `Legacy key ${legacy.id} ("Demo v2 address sync") is at stage successor_working, not v2_quiet: v2 was called with it 13 days ago, so it is quiet only on 2026-11-21 (after 14 days without a v2 call). ${FORCE_HINT}`,
+    ]);
+    const forceWithoutReason = await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, { force: true });
+    expect(forceWithoutReason.status).toBe(400);
+    expect(forceWithoutReason.body.error).toMatchObject({
+      code: 'validation_failed',
+      details: [{ field: 'reason', rule: 'required_with_force', message: 'required when force is true: say why the key is disabled before its cutover is done' }],
+    });
+    expect((await readKey(legacy.id)).cutover.stage).toBe('successor_working');
 
     // Day 19: quiet for 14 days. The policy is off: the key waits for an admin.
     clock.advance(1);
@@ -317,7 +343,7 @@ describe.each(backends())('legacy key cutover, automatic policy [%s]', (backend)
       // The server's own timer may get there first: one disable at most among these, and the key is disabled once.
       expect(passes.flat().filter((k) => k.id === key.id).length).toBeLessThanOrEqual(1);
       expect((await admin.get(`/v4/admin/legacy-keys/${key.id}`)).body.data.key.cutover.disabled.by).toBe('policy');
-      expect(logs.filter((line) => line.legacyKeyId === key.id)).toHaveLength(1);
+      expect(logs.filter((line) => line.legacyKeyId === key.id && line.msg === 'legacy key disabled by the cutover policy')).toHaveLength(1);
     } finally {
       if (other !== s.core) await other.close();
     }
@@ -344,6 +370,29 @@ describe('legacy key cutover, the dashboard form for the disable [pglite]', () =
       expect([posted.status, posted.headers.get('location')]).toEqual([303, '/app/migration']);
       const after = await (await browser.fetch(`${s.baseUrl}/app/migration`)).text();
       expect(cutoverRow(after, legacy.id)).toEqual({ stage: 'v2_disabled', text: expect.stringContaining(`by an admin: disabled by ${s.demo.emails.admin} on the dashboard`) });
+
+      // A key v2 still calls is offered only the forced disable; the plain one is refused above the dashboard, and a force needs a reason.
+      const busy = await createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name: 'Busy', scopes: ADDRESS_SCOPES });
+      const v2 = await s.app.inject({ method: 'GET', url: `/v2/employees/${s.demo.employees.dana}/deliveryAddress`, headers: { 'x-api-key': busy.rawKey! } });
+      expect(v2.statusCode).toBe(200);
+      const busyPage = await (await browser.fetch(`${s.baseUrl}/app/migration`)).text();
+      expect(busyPage).toContain('aria-label="Disable Busy before its cutover is done"');
+      expect(cutoverRow(busyPage, busy.id).text).toContain(
+        'Disable anyway (not yet safe) Not yet safe: it has no successor v4 key; v2 was called with it less than a minute ago, so it is quiet only on 2026-11-30',
+      );
+      const busyAction = `${s.baseUrl}/app/migration/keys/${busy.id}/disable`;
+      const refused = await browser.fetch(busyAction, { form: { _csrf: csrfOf(busyPage) } });
+      expect(refused.status).toBe(409);
+      const refusedPage = await refused.text();
+      expect(textOf(/<p class="error" role="alert">([\s\S]*?)<\/p>/.exec(refusedPage)?.[1] ?? '')).toMatch(new RegExp(`^Legacy key ${busy.id} \\("Busy"\\) is at stage v2_only, not v2_quiet: it has no successor v4 key;`));
+      expect(cutoverRow(refusedPage, busy.id).stage).toBe('v2_only');
+      const noReason = await browser.fetch(busyAction, { form: { _csrf: csrfOf(refusedPage), force: 'true', reason: ' ' } });
+      expect(noReason.status).toBe(400);
+      expect(textOf(await noReason.text())).toContain('Invalid disable form: reason: required when force is true');
+      const forced = await browser.fetch(busyAction, { form: { _csrf: csrfOf(refusedPage), force: 'true', reason: 'vendor contract ended' } });
+      expect([forced.status, forced.headers.get('location')]).toEqual([303, '/app/migration']);
+      const afterForce = await (await browser.fetch(`${s.baseUrl}/app/migration`)).text();
+      expect(cutoverRow(afterForce, busy.id)).toEqual({ stage: 'v2_disabled', text: expect.stringContaining('by an admin: vendor contract ended') });
       // The manager's session cannot use the forms.
       const manager = new FormBrowser();
       await manager.signIn(s.baseUrl, s.demo.emails.manager);
@@ -360,9 +409,11 @@ describe.each(backends())('legacy key cutover through svc [%s]', { timeout: 120_
   let s: ListeningTestApp;
   const env = isolatedEnv();
   const { expectStage } = stageProbe(() => s);
-  /** The built svc against the started server, as the demo admin unless another key is given. */
-  const run = async (args: string[], apiKey = s.demo.apiKeys.admin) => {
-    const result = await svc([...args, '--format', 'json', '--api-key', apiKey, '--api-url', s.baseUrl, '--allow-localhost'], env);
+  /** svc against the started server, as the demo admin unless another key is given; `stdin` typed on a terminal with `terminal`. */
+  const call = (args: string[], { apiKey = s.demo.apiKeys.admin, stdin, terminal = false }: { apiKey?: string; stdin?: string; terminal?: boolean } = {}) =>
+    svc([...args, '--format', 'json', '--api-key', apiKey, '--api-url', s.baseUrl, '--allow-localhost'], env, stdin, { terminal });
+  const run = async (args: string[], apiKey?: string) => {
+    const result = await call(args, { apiKey });
     expect(result.code, result.stderr).toBe(0);
     return JSON.parse(result.stdout).data;
   };
@@ -391,15 +442,91 @@ describe.each(backends())('legacy key cutover through svc [%s]', { timeout: 120_
     expect((await run(['whoami'], minted.successor.apiKey)).user.email).toBe(`v4-successor+${legacy.id}@co-acme.invalid`);
     expect(await planStage(legacy.id)).toBe('successor_working');
     await expectStage(legacy.id, 'successor_working');
+    // Confirmed, yet refused by the API: v2 was called two days ago.
+    const tooEarly = await call(['legacy-keys', 'disable', legacy.id, '--yes']);
+    expect([tooEarly.code, JSON.parse(tooEarly.stdout).error.code]).toEqual([5, 'legacy_key_in_use']);
+    expect(tooEarly.stderr).toContain(`svc: error: Legacy key ${legacy.id} ("Demo v2 address sync") is at stage successor_working, not v2_quiet: v2 was called with it 2 days ago`);
 
     clock.advance(14);
     expect(await planStage(legacy.id)).toBe('v2_quiet');
     await expectStage(legacy.id, 'v2_quiet');
 
     clock.advance(1);
-    const disabled = await run(['legacy-keys', 'disable', legacy.id, '--reason', 'moved to v4']);
+    // Not on a terminal and no --yes: refused before any request; on a terminal, it shows the key and asks.
+    const unconfirmed = await call(['legacy-keys', 'disable', legacy.id, '--reason', 'moved to v4']);
+    expect([unconfirmed.code, unconfirmed.stderr]).toEqual([2, 'svc: error: legacy-keys disable changes or removes data: confirm it with --yes (svc asks only when stdin is a terminal)\n']);
+    const question = `Legacy key "Demo v2 address sync" (${legacy.id}) is at stage v2_quiet: Disable the legacy key: its successor works and v2 is quiet\nDisable a legacy v2 key ${legacy.id}? [y/N] `;
+    const declined = await call(['legacy-keys', 'disable', legacy.id, '--reason', 'moved to v4'], { stdin: 'n\n', terminal: true });
+    expect([declined.code, declined.stderr]).toEqual([1, `${question}svc: error: Not confirmed: legacy-keys disable did nothing (not_confirmed)\n`]);
+    expect(await planStage(legacy.id)).toBe('v2_quiet');
+    const confirmed = await call(['legacy-keys', 'disable', legacy.id, '--reason', 'moved to v4'], { stdin: 'y\n', terminal: true });
+    expect([confirmed.code, confirmed.stderr]).toEqual([0, question]);
+    const disabled = JSON.parse(confirmed.stdout).data;
     expect(disabled.key.cutover.disabled).toMatchObject({ by: 'admin', reason: 'moved to v4' });
     expect(await planStage(legacy.id)).toBe('v2_disabled');
     await expectStage(legacy.id, 'v2_disabled');
+  });
+
+  it('passes --force --reason through to a forced disable, and refuses --force alone before any request', async () => {
+    const gone = await createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name: 'Gone integration', scopes: ADDRESS_SCOPES });
+    const noReason = await call(['legacy-keys', 'disable', gone.id, '--yes', '--force']);
+    expect(noReason.code).toBe(2);
+    expect(noReason.stderr).toContain('--reason: required when force is true');
+    const forced = await run(['legacy-keys', 'disable', gone.id, '--yes', '--force', '--reason', 'integration gone, confirmed by its owner']);
+    expect(forced.key.cutover.disabled).toMatchObject({ by: 'admin', reason: 'integration gone, confirmed by its owner' });
+  });
+});
+
+describe.each(backends())('legacy key cutover, the forced disable and the audit log [%s]', (backend) => {
+  const clock = new Clock();
+  const logs: Array<{ msg: string; legacyKeyId?: string; admin?: unknown; reason?: string; forcedAtStage?: string }> = [];
+  let s: ListeningTestApp;
+
+  beforeAll(async () => {
+    const logger = pino({ level: 'info' }, new Writable({ write: (chunk: Buffer, _encoding, done) => (logs.push(JSON.parse(chunk.toString())), done()) }));
+    s = await startListeningApp(backend, { core: { now: clock.now, logger } });
+  });
+  afterAll(async () => s?.close());
+
+  it('forces a disable only with a reason, records it, and logs each mint, replace, disable and undo with the admin and the reason', async () => {
+    clock.at = START;
+    const admin = client(s.app, s.demo.apiKeys.admin);
+    const legacy = await createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name: 'Payroll export', scopes: ADDRESS_SCOPES });
+    const callV2 = () => s.app.inject({ method: 'GET', url: `/v2/employees/${s.demo.employees.dana}/deliveryAddress`, headers: { 'x-api-key': legacy.rawKey! } });
+    expect((await callV2()).statusCode).toBe(200);
+    const path = `/v4/admin/legacy-keys/${legacy.id}`;
+    const first = await admin.post(`${path}/successor`, { capabilities: ['mcp:employees:read'] });
+    const second = await admin.post(`${path}/successor`, { replace: true });
+    expect([first.status, second.status]).toEqual([201, 201]);
+
+    const refused = await admin.post(`${path}/disable`, { reason: 'moving on' });
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'legacy_key_in_use']);
+    expect(refused.body.error.details.missing).toEqual([
+      `its successor key ${second.body.data.key.cutover.successor.maskedKey} has made no successful v4 call yet`,
+      'v2 was called with it less than a minute ago, so it is quiet only on 2026-11-16 (after 14 days without a v2 call)',
+    ]);
+    expect((await admin.post(`${path}/disable`, { force: true })).body.error.details).toEqual([
+      { field: 'reason', rule: 'required_with_force', message: 'required when force is true: say why the key is disabled before its cutover is done' },
+    ]);
+    expect((await callV2()).statusCode).toBe(200);
+
+    const forced = await admin.post(`${path}/disable`, { force: true, reason: 'payroll vendor switched off, ticket OPS-21' });
+    expect(forced.status).toBe(200);
+    expect(forced.body.data.key.cutover.disabled).toEqual({ at: START.toISOString(), by: 'admin', reason: 'payroll vendor switched off, ticket OPS-21' });
+    expect((await callV2()).statusCode).toBe(401);
+    expect((await admin.post(`${path}/enable`, { reason: 'vendor back until December' })).status).toBe(200);
+
+    const me = (await admin.get('/v4/me')).body.data.user;
+    const by = { userId: me.id, email: s.demo.emails.admin };
+    const audit = logs.filter((line) => line.legacyKeyId === legacy.id).map(({ msg, admin: who, reason, forcedAtStage }) => ({ msg, admin: who, reason, forcedAtStage }));
+    expect(audit).toEqual([
+      { msg: 'successor key minted', admin: by, reason: undefined, forcedAtStage: undefined },
+      { msg: 'successor key replaced', admin: by, reason: undefined, forcedAtStage: undefined },
+      { msg: 'legacy key disabled by an admin', admin: by, reason: 'payroll vendor switched off, ticket OPS-21', forcedAtStage: 'successor_minted' },
+      { msg: 'legacy key enabled again', admin: by, reason: 'vendor back until December', forcedAtStage: undefined },
+    ]);
+    // Never a secret: neither the legacy key nor a successor key.
+    const logged = JSON.stringify(logs);
+    for (const secret of [legacy.rawKey!, first.body.data.successor.apiKey, second.body.data.successor.apiKey]) expect(logged).not.toContain(secret);
   });
 });

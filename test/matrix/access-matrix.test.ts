@@ -222,7 +222,8 @@ describe.each(backends())('access matrix (%s)', (backend) => {
     const acmeLegacy = await register(demo.companies.acme, 'matrix acme', scopeNames);
     legacy.set('legacy_key', acmeLegacy.rawKey!);
     // Its successor, minted by the demo admin with everything the key's scopes reach.
-    const successor = await mintSuccessorKey(t.core, acmeLegacy.id, { companyIds: [demo.companies.acme], capabilities: new Set(CAPABILITIES) }, { capabilities: [...CAPABILITIES] });
+    const demoAdmin = await t.core.auth.authenticate({ 'x-api-key': demo.apiKeys.admin });
+    const successor = await mintSuccessorKey(t.core, acmeLegacy.id, { ...demoAdmin, companyIds: [demo.companies.acme], capabilities: new Set(CAPABILITIES) }, { capabilities: [...CAPABILITIES] });
     keys.set('successor_key', successor.successor.apiKey);
     legacy.set('only_teams', (await register(demo.companies.acme, 'matrix teams only', ['api.teams.getAll'])).rawKey!);
     legacy.set('only_company_get', (await register(demo.companies.acme, 'matrix company only', ['api.company.get'])).rawKey!);
@@ -374,7 +375,8 @@ describe.each(backends())('access matrix (%s)', (backend) => {
       const id = param ? String(input[param.slice(1)]) : undefined;
       const body = Object.fromEntries(Object.entries(input).filter(([k]) => !param || k !== param.slice(1)));
       const key = headersFor(credential, op)['x-api-key'];
-      const args = ['--api-url', t.baseUrl, '--allow-localhost', '--format', 'json', ...(key ? ['--api-key', key] : []), ...op.cli.split(' '), ...(id ? [id] : [])];
+      // A script confirms a destructive command up front: no terminal to ask on.
+      const args = ['--api-url', t.baseUrl, '--allow-localhost', '--format', 'json', ...(key ? ['--api-key', key] : []), ...op.cli.split(' '), ...(id ? [id] : []), ...(op.destructive ? ['--yes'] : [])];
       // Reads take their query as flags, as a user types them; writes take the JSON body.
       if (op.method !== 'GET') args.push('--input', '-');
       else args.push(...Object.entries(body).flatMap(([field, value]) => queryFlag(field, value)));

@@ -156,7 +156,8 @@ export const FIXTURES: Record<string, Fixture> = {
   // The capable key holds only mcp:employees:read, so the successor asks for exactly that.
   // The successor gets what minting needs anyway (mcp:company:write), so the capable key can hand it on.
   mint_legacy_key_successor: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey(), capabilities: ['mcp:company:write'] }) },
-  disable_legacy_key: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey() }) },
+  // A fresh key is never quiet, so the disable is forced: the matrix checks who may, not the cutover guard.
+  disable_legacy_key: { target: company('id'), owner: async (w) => ({ id: await w.freshLegacyKey(), force: true, reason: 'access matrix' }) },
   enable_legacy_key: { target: company('id'), owner: async (w) => ({ id: await w.freshDisabledLegacyKey() }) },
   // Filtered to the caller's companies: another company's admin reads an empty report.
   get_shadow_report: { target: company('list'), owner: () => ({}) },

@@ -117,7 +117,7 @@ describe.each(backends())('migration administration [%s]', (backend) => {
     });
 
     it('is refused through svc too', async () => {
-      const result = await svc(['--api-url', s.baseUrl, '--allow-localhost', '--format', 'json', '--api-key', successorKey, 'legacy-keys', 'disable', other.id], isolatedEnv());
+      const result = await svc(['--api-url', s.baseUrl, '--allow-localhost', '--format', 'json', '--api-key', successorKey, 'legacy-keys', 'disable', other.id, '--yes'], isolatedEnv());
       expect(result.code).toBe(4);
       expect(JSON.parse(result.stdout).error.code).toBe('non_personal_user');
       expect(await callV2(other.rawKey!)).toBe(200);
@@ -152,7 +152,8 @@ describe.each(backends())('migration administration [%s]', (backend) => {
       clock.at = START;
       const legacy = await register('Undo');
       expect(await callV2(legacy.rawKey!)).toBe(200);
-      const disabled = await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, { reason: 'looked quiet' });
+      // Called a moment ago, so only a forced disable goes through: the mistake the undo is for.
+      const disabled = await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, { force: true, reason: 'looked quiet' });
       expect(disabled.status).toBe(200);
       expect(await callV2(legacy.rawKey!)).toBe(401);
 
@@ -184,7 +185,7 @@ describe.each(backends())('migration administration [%s]', (backend) => {
     it('refuses a key of another company (404), a key without mcp:company:write, and any undo after the sunset', async () => {
       clock.at = START;
       const legacy = await register('Sunset');
-      await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, {});
+      await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, { force: true, reason: 'sunset test' });
       const reader = client(s.app, (await mintKeyForUser(s.core.db, s.demo.emails.admin, ['mcp:company:read'], 'company reader')).rawKey);
       expect(refusal(await reader.post(`/v4/admin/legacy-keys/${legacy.id}/enable`, {}))).toEqual([403, 'missing_capability']);
       expect(refusal(await client(s.app, s.demo.apiKeys.manager).post(`/v4/admin/legacy-keys/${legacy.id}/enable`, {}))).toEqual([403, 'missing_capability']);
@@ -202,7 +203,7 @@ describe.each(backends())('migration administration [%s]', (backend) => {
     it('undoes through svc legacy-keys enable and the dashboard’s form', async () => {
       clock.at = START;
       const [viaCli, viaPage] = [await register('svc undo'), await register('page undo')];
-      for (const key of [viaCli, viaPage]) await admin.post(`/v4/admin/legacy-keys/${key.id}/disable`, {});
+      for (const key of [viaCli, viaPage]) await admin.post(`/v4/admin/legacy-keys/${key.id}/disable`, { force: true, reason: 'undo test' });
 
       const args = ['--api-url', s.baseUrl, '--allow-localhost', '--format', 'json', '--api-key', s.demo.apiKeys.admin, 'legacy-keys', 'enable', viaCli.id, '--reason', 'undo from svc'];
       const result = await svc(args, isolatedEnv());
