@@ -423,6 +423,8 @@ export type LegacyKeyResolution =
       status: 'active';
       legacyKeyId: string;
       companyId: string;
+      /** The integration's dedicated user, whom v4 sees calling with the bridge key. */
+      bridgeUserId: string;
       scopes: string[];
       /** The v4 key the gateway sends upstream; null when no scope has a v4 successor. */
       bridgeApiKey: string | null;
@@ -435,11 +437,12 @@ export async function resolveLegacyKey(core: Core, rawKey: string): Promise<Lega
   const [row] = await core.db.query<{
     id: string;
     company_id: string;
+    bridge_user_id: string;
     scopes: string[];
     key_hash: string;
     bridge_key_ciphertext: string | null;
     disabled_at: string | null;
-  }>(sql`SELECT id, company_id, scopes, key_hash, bridge_key_ciphertext, disabled_at
+  }>(sql`SELECT id, company_id, bridge_user_id, scopes, key_hash, bridge_key_ciphertext, disabled_at
     FROM legacy_keys WHERE key_hash = ${hashSecret(rawKey)}`);
   if (!row || !secretMatches(rawKey, row.key_hash)) return { status: 'unknown' };
   if (row.disabled_at) return { status: 'disabled', legacyKeyId: row.id };
@@ -447,6 +450,7 @@ export async function resolveLegacyKey(core: Core, rawKey: string): Promise<Lega
     status: 'active',
     legacyKeyId: row.id,
     companyId: row.company_id,
+    bridgeUserId: row.bridge_user_id,
     scopes: row.scopes,
     bridgeApiKey: row.bridge_key_ciphertext === null ? null : decryptSecret(core.secretKey, row.bridge_key_ciphertext, row.id),
   };

@@ -4,6 +4,7 @@ import type { Core } from '../core.js';
 import { AppError, badRequest, forbidden, ServiceUnavailable, unauthorized } from '../errors.js';
 import { restInput } from '../http/rest.js';
 import { toAppError } from '../http/errors.js';
+import { noteCaller, noteErrorCode } from '../http/request-log.js';
 import { callUpstream } from '../http/upstream.js';
 import { upstreamFailure } from './upstream-failure.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
@@ -27,9 +28,15 @@ type ActiveKey = Extract<LegacyKeyResolution, { status: 'active' }>;
 type V4Route = Extract<Route, { kind: 'v4' }>;
 
 /** The v2 error shape: status, code and message (and details) of the v4 error, or of the gateway's. */
-export function v2ErrorBody(error: AppError) {
+function v2ErrorBody(error: AppError) {
   const { status, code, message, details } = error;
   return { error: { status, code, message, ...(details === undefined ? {} : { details }) } };
+}
+
+/** Answers `error` in the v2 shape; its code goes on the request's log line. */
+export function sendV2Error(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  noteErrorCode(request, error.code);
+  return reply.status(error.status).send(v2ErrorBody(error));
 }
 
 /** With a legacy upstream configured, a 501 is the legacy service's own failure, not the gateway's documented answer. */
@@ -87,11 +94,17 @@ function legacyKeyHeader(request: FastifyRequest): string {
   return raw;
 }
 
-async function activeKey(core: Core, legacyKeys: LegacyKeyCache, raw: string): Promise<ActiveKey> {
+/** The legacy key `raw` the request sent, active; a known key's id (a disabled one's too) goes on the request's log line. */
+async function activeKey(core: Core, legacyKeys: LegacyKeyCache, request: FastifyRequest, raw: string): Promise<ActiveKey> {
   // Unknown keys are not cached, so a newly registered key works at once and guessing fills nothing.
   const key = await legacyKeys.get(hashSecret(raw), () => resolveLegacyKey(core, raw), (found) => found.status !== 'unknown');
   if (key.status === 'unknown') throw unauthorized('invalid_api_key', 'The API key is unknown');
-  if (key.status === 'disabled') throw unauthorized('legacy_key_disabled', 'This legacy key has been disabled; migrate to a v4 key');
+  if (key.status === 'disabled') {
+    noteCaller(request, { legacyKeyId: key.legacyKeyId });
+    throw unauthorized('legacy_key_disabled', 'This legacy key has been disabled; migrate to a v4 key');
+  }
+  // The bridge user is whom v4 sees calling: the v2 line and the v4 audit name the same user.
+  noteCaller(request, { legacyKeyId: key.legacyKeyId, userId: key.bridgeUserId, companyIds: [key.companyId] });
   return key;
 }
 
@@ -205,7 +218,7 @@ function answerV2Error(error: FastifyError | Error, request: FastifyRequest, rep
   if (appError.code === 'no_v4_successor') request.log.info({ code: appError.code }, 'v2 route without a v4 successor answered 501');
   else if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
   if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
-  void reply.status(appError.status).send(v2ErrorBody(appError));
+  void sendV2Error(request, reply, appError);
 }
 
 export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = inProcessV4(core)): void {
@@ -232,7 +245,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
         if (!verdict.gone) return done();
         const { status, code, message, retryAfterSeconds } = verdict.gone;
         if (retryAfterSeconds !== undefined) void reply.header('retry-after', String(retryAfterSeconds));
-        void reply.status(status).send(v2ErrorBody(new AppError(status, code, message)));
+        void sendV2Error(request, reply, new AppError(status, code, message));
       },
       onResponse: (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
         const outcome = outcomeOf(reply.statusCode, Boolean(core.config.legacyV2Upstream));
@@ -243,7 +256,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
       errorHandler: answerV2Error,
       handler: async (request, reply) => {
         const rawKey = legacyKeyHeader(request);
-        const key = await activeKey(core, legacyKeys, rawKey);
+        const key = await activeKey(core, legacyKeys, request, rawKey);
         if (!key.scopes.some((held) => entryMatches(held, route.scope))) {
           throw forbidden('missing_scope', `This legacy key lacks the v2 scope ${route.scope}, which ${routeLabel} requires`, {
             required: route.scope,
@@ -271,7 +284,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
   // The integration owner's entry point: the key's own plan. Answered during brownouts too (it is how the
   // owner learns of them), never counted as v2 usage (reading the plan must not keep a key from going quiet).
   app.get(`${sunset.prefix}${OWNER_PLAN_PATH}`, { errorHandler: answerV2Error }, async (request) => {
-    const key = await activeKey(core, legacyKeys, legacyKeyHeader(request));
+    const key = await activeKey(core, legacyKeys, request, legacyKeyHeader(request));
     return buildOwnerPlan(core, key);
   });
 }

@@ -5,7 +5,7 @@ import type { Core } from '../core.js';
 import { AppError, ServiceUnavailable } from '../errors.js';
 import { registerRestRoutes } from './rest.js';
 import { registerDocs } from './openapi.js';
-import { registerV2Routes, v2ErrorBody } from '../gateway/v2-routes.js';
+import { registerV2Routes, sendV2Error } from '../gateway/v2-routes.js';
 import { refuseLegacyKeysOnV4 } from '../gateway/legacy-key-guard.js';
 import { registerCutover } from '../gateway/cutover.js';
 import { registerOAuthRoutes } from '../oauth/routes.js';
@@ -13,8 +13,8 @@ import { registerPages } from '../pages/index.js';
 import { registerMcp } from '../mcp/endpoint.js';
 import { readiness } from './health.js';
 import { registerMetrics } from './metrics-route.js';
-import { BODY_LIMIT_BYTES, errorBody, toAppError } from './errors.js';
-import { LazyRequestLogger, RequestLog } from './request-log.js';
+import { BODY_LIMIT_BYTES, errorBody, sendError, toAppError } from './errors.js';
+import { decorateRequestLog, LazyRequestLogger, noteErrorCode, RequestLog } from './request-log.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -34,7 +34,7 @@ export function baseApp(core: Core): FastifyInstance {
       const appError = toAppError(error);
       const { prefix } = core.mappings.sunset;
       const v2 = prefix !== '' && request.url.startsWith(`${prefix}/`);
-      void reply.status(appError.status).send(v2 ? v2ErrorBody(appError) : errorBody(request.id, appError));
+      void (v2 ? sendV2Error(request, reply, appError) : sendError(request, reply, appError));
     },
     // On close, idle keep-alive connections go at once; busy ones finish their request first.
     forceCloseConnections: 'idle',
@@ -43,6 +43,7 @@ export function baseApp(core: Core): FastifyInstance {
     trustProxy: core.config.trustProxy,
   });
 
+  decorateRequestLog(app);
   // Every request passes these hooks: callback style, so none costs a promise and a microtask.
   const refuseLegacyKey = refuseLegacyKeysOnV4(core);
   app.addHook('onRequest', (request, reply, done) => {
@@ -60,21 +61,22 @@ export function baseApp(core: Core): FastifyInstance {
     const appError = toAppError(error);
     if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
     if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
-    void reply.status(appError.status).send(errorBody(request.id, appError));
+    void sendError(request, reply, appError);
   });
 
   app.setNotFoundHandler((request, reply) => {
-    void reply
-      .status(404)
-      .send(errorBody(request.id, new AppError(404, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`)));
+    void sendError(request, reply, new AppError(404, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`));
   });
 
   app.get('/healthz', async () => ({ ok: true }));
   app.get('/readyz', async (request, reply) => {
-    const { ready, checks } = await readiness(core);
-    if (ready) return { ok: true, checks };
-    const down = Object.entries(checks).filter(([, state]) => state === 'down').map(([name]) => name);
-    return reply.status(503).send({ ...errorBody(request.id, new AppError(503, 'not_ready', `Not ready: ${down.join(' and ')} down`)), checks });
+    const { status, checks, degraded } = await readiness(core);
+    if (status === 'ready') return { ok: true, status, checks };
+    // Degraded still serves: a balancer must keep the instance (see Readiness).
+    if (status === 'degraded') return { ok: true, status, checks, degraded };
+    const notReady = new AppError(503, 'not_ready', 'Not ready: database down');
+    noteErrorCode(request, notReady.code);
+    return reply.status(503).send({ ...errorBody(request.id, notReady), status, checks });
   });
   registerMetrics(app, core);
   return app;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
 import { forbidden } from '../errors.js';
-import { errorBody } from './errors.js';
+import { sendError } from './errors.js';
 
 /*
  * CORS for what a browser-based MCP client reaches across origins: the MCP endpoint, the discovery
@@ -60,7 +60,7 @@ export function registerCors(app: FastifyInstance, core: Core, paths: readonly s
       void reply.header('vary', 'Origin');
       if (origin === undefined || !originAllowed(core, origin)) {
         const refusal = forbidden('origin_not_allowed', `Origin ${origin ?? '(none)'} may not use ${path} from a browser; MCP_ALLOWED_ORIGINS lists the origins that may`);
-        return reply.status(403).send(errorBody(request.id, refusal));
+        return sendError(request, reply, refusal);
       }
       allow(reply, origin);
       return reply

@@ -1,5 +1,6 @@
-import type { FastifyError } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
+import { noteErrorCode } from './request-log.js';
 
 /*
  * One answer to "what went wrong" for every surface (REST, v2, MCP, pages): our own errors as they
@@ -33,4 +34,10 @@ export function toAppError(error: unknown): AppError {
 export function errorBody(requestId: string, error: AppError) {
   const { code, message, details } = error;
   return { ok: false as const, error: { code, message, ...(details === undefined ? {} : { details }) }, meta: { requestId } };
+}
+
+/** Answers `error` in the v4 envelope; its code goes on the request's log line. */
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  noteErrorCode(request, error.code);
+  return reply.status(error.status).send(errorBody(request.id, error));
 }

@@ -3,6 +3,7 @@ import type { Core } from '../core.js';
 import { badRequest } from '../errors.js';
 import { OPERATIONS } from '../operations/index.js';
 import { invokeOperation, type AnyOperation } from '../operations/operation.js';
+import { notePrincipal } from './request-log.js';
 
 /** The REST input of a call: path parameters plus the query (GET) or the JSON body (writes). The v2 gateway builds its document the same way. */
 export function restInput(method: AnyOperation['method'], request: FastifyRequest): Record<string, unknown> {
@@ -24,6 +25,7 @@ export function registerRestRoutes(app: FastifyInstance, core: Core): void {
       url: op.path,
       handler: async (request, reply) => {
         const principal = await core.auth.authenticate(request.headers);
+        notePrincipal(request, principal);
         const data = await invokeOperation(op, { core, principal, requestId: request.id }, restInput(op.method, request));
         return reply.status(op.successStatus).send({ ok: true, data, meta: { requestId: request.id } });
       },

@@ -16,6 +16,7 @@ import { AppError, ServiceUnavailable } from '../errors.js';
 import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';
 import { rateLimiter } from '../http/rate-limit.js';
+import { noteErrorCode, notePrincipal } from '../http/request-log.js';
 import { isOAuthScope } from '../oauth/scopes.js';
 import { bearerChallenge, DISCOVERY_PATHS, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { originAllowed, registerCors } from '../http/cors.js';
@@ -48,12 +49,16 @@ function requestIdOf(body: unknown): string | number | null {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
 }
 
-/** An HTTP-level refusal as a JSON-RPC error, answering the request's own id when it has one. */
-function refuse(reply: FastifyReply, status: number, message: string, code = SERVER_ERROR, data?: unknown) {
+/**
+ * An HTTP-level refusal as a JSON-RPC error, answering the request's own id when it has one. The
+ * service's error code, when the refusal has one, is sent in `data.code` and goes on the request's log line.
+ */
+function refuse(reply: FastifyReply, status: number, message: string, code = SERVER_ERROR, errorCode?: string) {
+  if (errorCode !== undefined) noteErrorCode(reply.request, errorCode);
   return reply
     .status(status)
     .type('application/json')
-    .send({ jsonrpc: '2.0', id: requestIdOf(reply.request.body), error: { code, message, ...(data === undefined ? {} : { data }) } });
+    .send({ jsonrpc: '2.0', id: requestIdOf(reply.request.body), error: { code, message, ...(errorCode === undefined ? {} : { data: { code: errorCode } }) } });
 }
 
 /** The POST's JSON-RPC message; undefined when the body is not one (a batch is refused before, see acceptsBatches). */
@@ -125,7 +130,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   const unavailable = (reply: FastifyReply, error: unknown) => {
     if (!(error instanceof ServiceUnavailable) || reply.sent) throw error;
     void reply.header('retry-after', String(error.retryAfterSeconds));
-    return refuse(reply, 503, error.message, SERVER_ERROR, { code: error.code });
+    return refuse(reply, 503, error.message, SERVER_ERROR, error.code);
   };
 
   app.route({
@@ -166,18 +171,19 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     let principal: Principal;
     try {
       principal = await core.auth.authenticate(request.headers, 'mcp');
+      notePrincipal(request, principal);
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 401) throw error;
       const challenge = header(request, 'authorization') === undefined ? undefined : 'invalid_token';
       void reply.header('www-authenticate', bearerChallenge(core, { error: challenge }));
-      return refuse(reply, 401, error.message, SERVER_ERROR, { code: error.code });
+      return refuse(reply, 401, error.message, SERVER_ERROR, error.code);
     }
     const release = inFlight.enter(principalBinding(principal), reply);
     if (!release) {
       core.metrics.http.recordRateLimited('mcp_in_flight');
       void reply.header('retry-after', '1');
       const message = `Too many MCP requests in flight for this credential (at most ${MCP_IN_FLIGHT_PER_CREDENTIAL}); retry when one is answered`;
-      return refuse(reply, 429, message, SERVER_ERROR, { code: 'rate_limited' });
+      return refuse(reply, 429, message, SERVER_ERROR, 'rate_limited');
     }
     admitted.set(request, { principal, release });
     return undefined;
@@ -281,7 +287,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       await sessionLimit(reply, { principal: principalBinding(principal) });
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 429) throw error;
-      return refuse(reply, 429, error.message, SERVER_ERROR, { code: error.code });
+      return refuse(reply, 429, error.message, SERVER_ERROR, error.code);
     }
     const session: McpSession = {
       id: newSessionId(),
@@ -318,7 +324,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     metrics.recordToolCall(calledTool(request)?.name ?? 'unknown', 'insufficient_scope');
     const wanted = [...new Set([...principal.credential.scopes, scope])];
     void reply.header('www-authenticate', bearerChallenge(core, { error: 'insufficient_scope', scope: wanted }));
-    void refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, { code: 'insufficient_scope' });
+    void refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, 'insufficient_scope');
     return true;
   }
 

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Core } from '../core.js';
 import { AppError } from '../errors.js';
 import { rateLimited } from '../http/rate-limit.js';
+import { noteErrorCode } from '../http/request-log.js';
 import { REGISTRATION_LIMITS } from './client-policy.js';
 import { observeOAuth } from './metrics.js';
 import { OAUTH_PATHS, type OAuthServer } from './provider.js';
@@ -66,8 +67,9 @@ function registrationMetadata(requested: Record<string, unknown>): Record<string
 }
 
 /** A registration body over the limit is refused in RFC 7591's terms; any other error is the app's to answer. */
-function refuseLargeRegistration(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+function refuseLargeRegistration(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw error;
+  noteErrorCode(request, 'invalid_client_metadata');
   return reply.status(413).send({
     error: 'invalid_client_metadata',
     error_description: `The registration body exceeds ${REGISTRATION_LIMITS.bodyBytes} bytes; a client's metadata fits in far less`,

@@ -5,6 +5,7 @@ import { ZodError } from 'zod';
 import type { Core } from '../core.js';
 import { validationError } from '../errors.js';
 import { toAppError } from '../http/errors.js';
+import { noteErrorCode } from '../http/request-log.js';
 import { registerAccountPages, sendPage } from './account-pages.js';
 import { registerConnectionPages } from './connections.js';
 import { registerConsentPages } from './consent.js';
@@ -39,6 +40,7 @@ export async function registerPages(app: FastifyInstance, core: Core): Promise<v
       // A form that fails its schema is the visitor's mistake, like a body the framework could not read.
       const appError = error instanceof ZodError ? validationError(error) : toAppError(error);
       if (appError.status >= 500) request.log.error({ err: error }, 'page failed');
+      noteErrorCode(request, appError.code);
       const body = html`<p class="error" role="alert">${appError.message}</p><p><a href="/app">Back to the application</a></p>`;
       return sendPage(reply, 'Something went wrong', body, undefined, undefined, appError.status);
     });

@@ -6,7 +6,8 @@ import type { Core } from '../core.js';
 import { AppError, badRequest, unauthorized, validationError } from '../errors.js';
 import { adminDisableLegacyKey, adminEnableLegacyKey, mintSuccessorKey, type Grantor } from '../gateway/cutover.js';
 import { buildMigrationReport, type MigrationReport } from '../gateway/migration-report.js';
-import { errorBody, toAppError } from '../http/errors.js';
+import { sendError, toAppError } from '../http/errors.js';
+import { notePrincipal } from '../http/request-log.js';
 import { DisableLegacyKeyInput, MIGRATION_READ, MIGRATION_WRITE } from '../operations/legacy-keys.js';
 import { requireAccess } from '../operations/operation.js';
 import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
@@ -231,11 +232,15 @@ export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContex
       errorHandler: (error: FastifyError | Error, request, reply) => {
         const appError = toAppError(error);
         if (appError.status >= 500) request.log.error({ err: error }, 'migration report failed');
-        void reply.status(appError.status).send(errorBody(request.id, appError));
+        void sendError(request, reply, appError);
       },
     },
     async (request) => {
-      if (request.headers['x-api-key'] !== undefined) return reportFor(core, await core.auth.authenticate(request.headers));
+      if (request.headers['x-api-key'] !== undefined) {
+        const principal = await core.auth.authenticate(request.headers);
+        notePrincipal(request, principal);
+        return reportFor(core, principal);
+      }
       const user = await sessions.currentUser(request);
       if (!user) throw unauthorized('not_signed_in', 'Sign in at /app/sign-in first, or send an admin API key in X-API-KEY');
       return reportFor(core, signedInCaller(user));

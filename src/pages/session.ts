@@ -7,6 +7,7 @@ import { baseUrlOf } from '../config.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 import { forbidden } from '../errors.js';
+import { noteCaller } from '../http/request-log.js';
 
 const SESSION_COOKIE = 'svc_session';
 const CSRF_COOKIE = 'svc_csrf';
@@ -52,13 +53,14 @@ export function createSessions(core: Core) {
       void reply.setCookie(SESSION_COOKIE, id, { ...cookieOptions, maxAge: core.config.sessionTtl });
     },
 
-    /** The signed-in, enabled user of this request, if any. */
+    /** The signed-in, enabled user of this request, if any (on the request's log line too). */
     async currentUser(request: FastifyRequest): Promise<UserRow | undefined> {
       const id = request.cookies[SESSION_COOKIE];
       if (!id) return undefined;
       const [user] = await core.db.query<UserRow>(sql`SELECT ${USER_COLUMNS}
         FROM app_sessions s JOIN users u ON u.id = s.user_id
         WHERE s.id_hash = ${hashSecret(id)} AND s.expires_at > ${core.now().toISOString()} AND u.disabled_at IS NULL`);
+      if (user) noteCaller(request, { userId: user.id, companyIds: user.company_ids });
       return user;
     },
 

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 
 /*
- * Liveness, readiness and the HTTP request histogram. Readiness follows the database; the Redis
- * half (up, down, back) is proven in test/shared-state/redis-outage.test.ts.
+ * Liveness, readiness and the HTTP request histogram. Readiness follows the database; Redis down
+ * only degrades it (up, down, back), proven in test/shared-state/redis-outage.test.ts.
  */
 
 describe.each(backends())('health and HTTP metrics (%s)', (backend) => {
@@ -36,7 +36,7 @@ describe('readiness without a database', () => {
   it('is live and ready while the database answers, not ready once it is gone', async () => {
     expect((await t.app.inject({ url: '/healthz' })).json()).toEqual({ ok: true });
     const ready = await t.app.inject({ url: '/readyz' });
-    expect([ready.statusCode, ready.json()]).toEqual([200, { ok: true, checks: { database: 'up', redis: 'not_configured' } }]);
+    expect([ready.statusCode, ready.json()]).toEqual([200, { ok: true, status: 'ready', checks: { database: 'up', redis: 'not_configured' } }]);
 
     // Closed under the running app, as a lost database would be (PGlite: PostgreSQL is shared by other tests).
     await t.core.db.close();
@@ -44,6 +44,7 @@ describe('readiness without a database', () => {
     expect(notReady.statusCode).toBe(503);
     expect(notReady.json()).toMatchObject({
       ok: false,
+      status: 'not_ready',
       checks: { database: 'down', redis: 'not_configured' },
       error: { code: 'not_ready', message: 'Not ready: database down' },
     });

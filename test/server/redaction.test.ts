@@ -42,7 +42,7 @@ describe('log redaction', () => {
 
   it('never writes an API key, token, code, cookie, password or PIN', async () => {
     const admin = secret('admin API key', t.demo.apiKeys.admin);
-    const { rawKey } = await createLegacyKey(t.core, t.core.mappings, {
+    const { rawKey, id: legacyKeyId } = await createLegacyKey(t.core, t.core.mappings, {
       companyId: t.demo.companies.acme,
       name: 'redaction test',
       scopes: ['api.employees.getAll'],
@@ -97,9 +97,13 @@ describe('log redaction', () => {
     await probe.close();
 
     // The logs did record all this (or the test would prove nothing)…
-    const logged = lines.map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string }; err?: Record<string, unknown> });
+    type Logged = { msg?: string; req?: { url?: string }; err?: Record<string, unknown>; caller?: { apiKeyId?: string; legacyKeyId?: string } };
+    const logged = lines.map((line) => JSON.parse(line) as Logged);
     expect(logged.filter((line) => line.msg === 'request completed').length).toBeGreaterThanOrEqual(20);
     expect(logged.some((line) => line.req?.url === '/v4/employees?api_key=[redacted]&limit=1')).toBe(true);
+    // The callers are named by their keys' ids, which are not secrets.
+    expect(logged.some((line) => line.caller?.apiKeyId === admin.split('_')[2])).toBe(true);
+    expect(logged.some((line) => line.caller?.legacyKeyId === legacyKeyId)).toBe(true);
     const failure = logged.find((line) => line.msg === 'request failed');
     expect(failure?.err).toMatchObject({
       message: 'upstream refused the call',

@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/core.js';
+import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { baseApp } from '../../src/http/app.js';
 import { createLogOutput } from '../../src/log-output.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
@@ -12,7 +13,8 @@ import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js'
 /*
  * The request line is written straight to the logger's stream (not through pino's per-line path),
  * request.log is made on first use, and the output gathers lines into batches: the line must still
- * read as pino writes it, hold the client's address, and every line must arrive.
+ * read as pino writes it, hold the client's address, and every line must arrive. It names the error
+ * code of an error answer and the caller's ids, never a credential.
  */
 
 interface Line {
@@ -23,7 +25,8 @@ interface Line {
   msg: string;
   reqId?: string;
   req?: { method: string; url: string; host: string; remoteAddress: string; remotePort: number };
-  res?: { statusCode: number };
+  res?: { statusCode: number; errorCode?: string };
+  caller?: { userId?: string; companyIds?: string[]; apiKeyId?: string; legacyKeyId?: string; oauthClientId?: string };
   responseTime?: number;
   err?: { message: string; headers?: Record<string, string> };
 }
@@ -58,7 +61,7 @@ describe('request log', () => {
     const reqId = response.headers.get('x-request-id')!;
     await expect.poll(() => lines.filter((line) => line.reqId === reqId)).toHaveLength(1);
     const line = lines.find((l) => l.reqId === reqId)!;
-    expect(Object.keys(line)).toEqual(['level', 'time', 'pid', 'hostname', 'reqId', 'req', 'res', 'responseTime', 'msg']);
+    expect(Object.keys(line)).toEqual(['level', 'time', 'pid', 'hostname', 'reqId', 'req', 'res', 'caller', 'responseTime', 'msg']);
     expect(line).toMatchObject({
       level: 30,
       pid: process.pid,
@@ -74,6 +77,63 @@ describe('request log', () => {
     // The same prefix as a line pino writes itself.
     const started = lines.find((l) => l.msg.startsWith('Server listening'))!;
     expect(Object.keys(started).slice(0, 4)).toEqual(['level', 'time', 'pid', 'hostname']);
+  });
+
+  /** Sends `path` to the info-level app; its answer's status and error code (if any) and its completion line. */
+  async function answerAndLine(path: string, init: RequestInit = {}) {
+    const { app, lines } = info;
+    const response = await fetch(`${app.baseUrl}${path}`, init);
+    const text = await response.text();
+    const code = response.headers.get('content-type')?.includes('json') ? (JSON.parse(text) as { error?: { code?: string } }).error?.code : undefined;
+    const reqId = response.headers.get('x-request-id')!;
+    await expect.poll(() => lines.some((line) => line.reqId === reqId && line.msg === 'request completed')).toBe(true);
+    return { status: response.status, code, line: lines.find((line) => line.reqId === reqId && line.msg === 'request completed')! };
+  }
+
+  it("names an error answer's code on its line: 401, 403, 404", async () => {
+    const { demo } = info.app;
+    const unknownKey = `svc_sk_zzzzzzzz_${'x'.repeat(43)}`;
+    const employeeKey = { 'x-api-key': demo.apiKeys.employee };
+    const answers = [
+      await answerAndLine('/v4/employees'),
+      await answerAndLine('/v4/employees', { headers: { 'x-api-key': unknownKey } }),
+      await answerAndLine(`/v4/employees/${demo.employees.eve}`, { method: 'PATCH', headers: { ...employeeKey, 'content-type': 'application/json' }, body: '{"jobTitle":"CEO"}' }),
+      await answerAndLine(`/v4/employees/${demo.employees.erik}`, { headers: employeeKey }),
+      await answerAndLine('/no/such/route'),
+    ];
+    expect(answers.map(({ status, code }) => [status, code])).toEqual([
+      [401, 'unauthenticated'],
+      [401, 'invalid_api_key'],
+      [403, 'missing_capability'],
+      [404, 'not_found'],
+      [404, 'route_not_found'],
+    ]);
+    for (const { status, code, line } of answers) expect(line.res).toEqual({ statusCode: status, errorCode: code });
+    // Refused before anyone is known: no caller, and never the key that was tried.
+    expect(answers[1]!.line.caller).toBeUndefined();
+    expect(JSON.stringify(answers[1]!.line)).not.toContain(unknownKey);
+    // The employee was authenticated, then refused: the line says who.
+    expect(answers[2]!.line.caller).toMatchObject({ userId: demo.users.employee, apiKeyId: demo.apiKeys.employee.split('_')[2] });
+  });
+
+  it("names the caller on its line: the v4 key's id, the user and companies; for v2, the legacy key's id; never a key", async () => {
+    const { app } = info;
+    const adminKey = app.demo.apiKeys.admin;
+    const me = await answerAndLine('/v4/me', { headers: { 'x-api-key': adminKey } });
+    expect(me.status).toBe(200);
+    expect(me.line.caller).toEqual({ userId: app.demo.users.admin, companyIds: [app.demo.companies.acme, app.demo.companies.globex].sort(), apiKeyId: adminKey.split('_')[2] });
+    expect(JSON.stringify(me.line)).not.toContain(adminKey);
+
+    const legacy = await createLegacyKey(app.core, app.core.mappings, { companyId: app.demo.companies.acme, name: 'request log', scopes: ['api.employees.getAll'] });
+    const legacyKey = { 'x-api-key': legacy.rawKey! };
+    const served = await answerAndLine('/v2/employees', { headers: legacyKey });
+    const refused = await answerAndLine(`/v2/employees/${app.demo.employees.eve}`, { headers: legacyKey });
+    expect([served.status, refused.status, refused.code]).toEqual([200, 403, 'missing_scope']);
+    for (const { line } of [served, refused]) {
+      expect(line.caller).toEqual({ legacyKeyId: legacy.id, userId: legacy.bridgeUserId, companyIds: [app.demo.companies.acme] });
+      expect(JSON.stringify(line)).not.toContain(legacy.rawKey!);
+    }
+    expect(refused.line.res).toEqual({ statusCode: 403, errorCode: 'missing_scope' });
   });
 
   it('writes no request line below its level', async () => {

@@ -1,14 +1,21 @@
+import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { baseApp } from '../../src/http/app.js';
+import { SIGN_IN_LIMITS } from '../../src/pages/account-pages.js';
 import { SharedStateUnavailable } from '../../src/shared-state/index.js';
-import { startTestApp, type TestApp } from '../helpers/harness.js';
+import { startListeningApp, startTestApp, type ListeningTestApp, type TestApp } from '../helpers/harness.js';
+import { initializeBody, jsonOf, rawPost } from '../mcp/support/mcp.js';
+import { authorizationRequest, authorizeInBrowser, discoverAndRegister, exchangeCode, FormBrowser } from '../oauth/support.js';
 import { freePort, OwnRedis, redisUrl, uniquePrefix, waitFor } from './redis-support.js';
 
 /*
  * Redis dies under a running core and comes back: rate limits fall back to the process (never to no
- * limit), session reads fail fast with a typed error, metrics, logs and /readyz say so, and the core
+ * limit), session reads fail fast with a typed error, metrics, logs and /readyz say so (degraded, not
+ * drained: every instance shares the Redis), each surface serves or refuses as documented, and the core
  * recovers by itself. The Redis here is the test's own, on a free port: the machine's is left alone.
  */
 
@@ -28,6 +35,9 @@ async function within<T>(promise: Promise<T>, what: string): Promise<T> {
 }
 
 type LogLine = { msg?: string; redis?: string; reason?: string };
+
+/** /readyz's status: ready, degraded (Redis down, still serving) or not_ready. */
+const readiness = async (app: FastifyInstance) => (await within(app.inject({ url: '/readyz' }), '/readyz')).json().status as string;
 
 /** A core on `redis` whose log lines (info and above) are kept, parsed, in `lines`. */
 async function coreOn(redis: OwnRedis): Promise<{ t: TestApp; lines: LogLine[] }> {
@@ -70,7 +80,7 @@ describe.skipIf(!redisUrl())('Redis stopped mid-test', () => {
     expect(shared.status).toBe('up');
     expect(await redisUp()).toBe('1');
     const ready = await t.app.inject({ url: '/readyz' });
-    expect([ready.statusCode, ready.json()]).toEqual([200, { ok: true, checks: { database: 'up', redis: 'up' } }]);
+    expect([ready.statusCode, ready.json()]).toEqual([200, { ok: true, status: 'ready', checks: { database: 'up', redis: 'up' } }]);
     await shared.set('session', 'kept', 300);
     expect((await shared.rateLimit('login', 2, 60)).allowed).toBe(true);
 
@@ -96,15 +106,16 @@ describe.skipIf(!redisUrl())('Redis stopped mid-test', () => {
     expect(refused.json().error.code).toBe('shared_state_unavailable');
     await probe.close();
 
-    // Metrics, readiness and logs say so.
+    // Metrics, readiness and logs say so; readiness stays 200, degraded, with the reason.
     expect(shared.status).toBe('down');
     expect(await redisUp()).toBe('0');
-    const notReady = await within(t.app.inject({ url: '/readyz' }), '/readyz');
-    expect(notReady.statusCode).toBe(503);
-    expect(notReady.json()).toMatchObject({
-      ok: false,
+    const degraded = await within(t.app.inject({ url: '/readyz' }), '/readyz');
+    expect(degraded.statusCode).toBe(200);
+    expect(degraded.json()).toEqual({
+      ok: true,
+      status: 'degraded',
       checks: { database: 'up', redis: 'down' },
-      error: { code: 'not_ready', message: 'Not ready: redis down' },
+      degraded: [{ check: 'redis', reason: expect.stringMatching(/^Redis down: MCP sessions answer 503 shared_state_unavailable, rate limits count per process/) }],
     });
     expect(logLines.some((line) => line.redis === 'down' && /Redis shared state down/.test(line.msg ?? ''))).toBe(true);
     // The process is still serving what does not depend on Redis.
@@ -114,7 +125,7 @@ describe.skipIf(!redisUrl())('Redis stopped mid-test', () => {
     await waitFor(() => shared.status === 'up', 'the core to reconnect to Redis');
 
     expect(await redisUp()).toBe('1');
-    expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(200);
+    expect(await readiness(t.app)).toBe('ready');
     // An empty Redis came back (no persistence): the session is gone, new ones are stored again.
     expect(await shared.get('session')).toBeUndefined();
     await shared.set('session', 'again', 300);
@@ -125,19 +136,80 @@ describe.skipIf(!redisUrl())('Redis stopped mid-test', () => {
   });
 });
 
+describe.skipIf(!redisUrl())('each surface while Redis is down', () => {
+  let redis: OwnRedis;
+  let s: ListeningTestApp;
+
+  beforeAll(async () => {
+    redis = new OwnRedis(await freePort());
+    await redis.start();
+    s = await startListeningApp('pglite', { config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() } });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await redis?.kill();
+  });
+
+  it('stays in the balancer degraded: REST, v2, OAuth and the pages serve, MCP sessions refuse with Retry-After, limits hold per process', async () => {
+    const adminKey = s.demo.apiKeys.admin;
+    const { rawKey: legacyKey } = await createLegacyKey(s.core, s.core.mappings, {
+      companyId: s.demo.companies.acme,
+      name: 'redis outage',
+      scopes: ['api.employees.getAll'],
+    });
+    await redis.kill();
+    await waitFor(() => s.core.shared.status === 'down', 'the core to see Redis gone');
+
+    const ready = await fetch(`${s.baseUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await jsonOf(ready)).toMatchObject({ status: 'degraded', checks: { database: 'up', redis: 'down' }, degraded: [{ check: 'redis' }] });
+
+    // REST and v2 need no Redis.
+    expect((await fetch(`${s.baseUrl}/v4/me`, { headers: { 'x-api-key': adminKey } })).status).toBe(200);
+    expect((await fetch(`${s.baseUrl}/v2/employees`, { headers: { 'x-api-key': legacyKey! } })).status).toBe(200);
+
+    // OAuth through the pages: register, sign in, consent, exchange the code (its rate limits count in the process).
+    const registered = await discoverAndRegister(s.baseUrl);
+    const request = await authorizationRequest(registered, s.mcpUrl, 'mcp:employees:read');
+    const { callback } = await authorizeInBrowser(new FormBrowser(), request.url, registered.redirectUri);
+    const tokens = await exchangeCode(registered, callback, request, s.mcpUrl);
+    expect(tokens.access_token).toBeTruthy();
+
+    // MCP sessions live in Redis: refused cleanly, whichever the credential, with when to retry.
+    const credentials: Array<Record<string, string>> = [{ 'x-api-key': adminKey }, { authorization: `Bearer ${tokens.access_token}` }];
+    for (const credential of credentials) {
+      const initialize = await rawPost(s.mcpUrl, initializeBody(), credential);
+      expect(initialize.status).toBe(503);
+      expect(initialize.headers.get('retry-after')).toBe('5');
+      expect((await jsonOf(initialize)).error).toMatchObject({ code: -32000, data: { code: 'shared_state_unavailable' } });
+    }
+
+    // The sign-in limit still holds, counted in this process: never unlimited.
+    const email = `guess-${randomBytes(4).toString('hex')}@example.com`;
+    for (let i = 0; i < SIGN_IN_LIMITS.perEmail; i++) expect((await new FormBrowser().signIn(s.baseUrl, email, 'wrong')).status).toBe(401);
+    const refused = await new FormBrowser().signIn(s.baseUrl, email, 'wrong');
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+    await redis.start();
+    await waitFor(async () => (await readiness(s.app)) === 'ready', 'the core to be ready again');
+    expect((await rawPost(s.mcpUrl, initializeBody(), { authorization: `Bearer ${tokens.access_token}` })).status).toBe(200);
+  });
+});
+
 describe.skipIf(!redisUrl())('Redis down when the core starts', () => {
-  it('starts anyway in degraded mode, not ready, and picks Redis up when it appears', async () => {
+  it('starts anyway in degraded mode, and picks Redis up when it appears', async () => {
     const redis = new OwnRedis(await freePort());
     const t = await startTestApp('pglite', { seed: false, config: { redisUrl: redis.url, redisKeyPrefix: uniquePrefix() } });
     try {
       expect(t.core.shared.status).toBe('down');
-      expect((await within(t.app.inject({ url: '/readyz' }), '/readyz')).statusCode).toBe(503);
+      expect(await readiness(t.app)).toBe('degraded');
       expect((await t.core.shared.rateLimit('b', 1, 60)).allowed).toBe(true);
       expect((await t.core.shared.rateLimit('b', 1, 60)).allowed).toBe(false);
 
       await redis.start();
       await waitFor(() => t.core.shared.status === 'up', 'the core to connect to Redis');
-      expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(200);
+      expect(await readiness(t.app)).toBe('ready');
     } finally {
       await t.close();
       await redis.kill();
@@ -158,7 +230,7 @@ describe.skipIf(!redisUrl())('A Redis older than 6.2', () => {
       expect(shared.status).toBe('down');
       const down = logLines.find((line) => line.redis === 'down');
       expect(down?.reason).toBe(LACKING);
-      expect((await within(t.app.inject({ url: '/readyz' }), '/readyz')).statusCode).toBe(503);
+      expect(await readiness(t.app)).toBe('degraded');
       // Sessions refuse with the reason; rate limits count in the process.
       await expect(within(shared.getAndTouch('session', 60), 'getAndTouch')).rejects.toThrow(/Redis lacks GETEX/);
       await expect(within(shared.set('session', 'v', 60), 'set')).rejects.toBeInstanceOf(SharedStateUnavailable);
@@ -168,7 +240,7 @@ describe.skipIf(!redisUrl())('A Redis older than 6.2', () => {
       await redis.kill();
       await redis.start([]);
       await waitFor(() => shared.status === 'up', 'the core to take up the upgraded Redis');
-      expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(200);
+      expect(await readiness(t.app)).toBe('ready');
       await shared.set('session', 'kept', 60);
       expect(await shared.getAndTouch('session', 60)).toBe('kept');
 
