@@ -84,7 +84,7 @@ async function status(session: Session): Promise<void> {
   if (!credential) {
     throw new CliError(EXIT.auth, `Not logged in: run svc auth login, pass --api-key or set SVC_API_KEY${accounts.length ? ' (or svc auth switch <account>)' : ''}`, 'authentication_required');
   }
-  const target = session.target(credential);
+  const target = session.target();
   const envelope = await session.request(target, credential.apiKey, { method: 'GET', path: '/v4/me' });
   const me = envelope.data as Me;
   const source = credential.source === 'flag' ? '--api-key' : credential.source === 'env' ? 'SVC_API_KEY' : `account "${credential.account}"`;

@@ -111,11 +111,13 @@ export interface ResolvedCredential {
   account?: string;
 }
 
+export const activeAccount = (config: StoredConfig): Account | undefined => (config.active === undefined ? undefined : config.accounts[config.active]);
+
 /** The spec's order: --api-key, then SVC_API_KEY, then the active account. */
 export function resolveCredential(flags: CredentialFlags, env: NodeJS.ProcessEnv, config: StoredConfig): ResolvedCredential | undefined {
   if (flags.apiKey) return { apiKey: flags.apiKey, source: 'flag' };
   if (env.SVC_API_KEY) return { apiKey: env.SVC_API_KEY, source: 'env' };
-  const account = config.active === undefined ? undefined : config.accounts[config.active];
+  const account = activeAccount(config);
   if (account && config.active !== undefined) return { apiKey: account.apiKey, source: 'account', account: config.active };
   return undefined;
 }
@@ -172,12 +174,12 @@ export const describeTarget = (target: Target) => (target.environment === null ?
 const LOOPBACK = new Set(['127.0.0.1', '[::1]']);
 
 /**
- * The base address: --api-url, else the account's own, else the environment's. An API key
- * travels over HTTPS only, except to this machine's loopback with --allow-localhost, given now
- * or stored with the account at login (then for the account's own address only).
+ * The base address: --api-url, else the account's own, else the environment's. The account is the
+ * active one whichever key is used, so --api-key or SVC_API_KEY alone changes the key, not the
+ * server. An API key travels over HTTPS only, except to this machine's loopback with
+ * --allow-localhost, given now or stored with the account at login (then for its own address only).
  */
-export function resolveTarget(flags: CredentialFlags, credential: ResolvedCredential | undefined, config: StoredConfig): Target {
-  const account = credential?.source === 'account' && credential.account ? config.accounts[credential.account] : undefined;
+export function resolveTarget(flags: CredentialFlags, account: Account | undefined, config: StoredConfig): Target {
   const environment = parseEnvironment(flags.environment ?? account?.environment ?? 'prod');
   // The account's own server, unless the flags name another environment.
   const own = account && (flags.environment === undefined || environment === account.environment) ? account : undefined;

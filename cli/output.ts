@@ -1,5 +1,6 @@
 import stringWidth from 'string-width';
-import type { CliIo } from './io.js';
+import { usageError } from './exit-codes.js';
+import { useColour, type CliIo } from './io.js';
 
 /*
  * Rendering of API data: `table` for people (fits the terminal), `text` for scripts (tab-separated,
@@ -9,6 +10,19 @@ import type { CliIo } from './io.js';
 export const DATA_FORMATS = ['table', 'json', 'text'] as const;
 export type DataFormat = (typeof DATA_FORMATS)[number];
 
+/** What the migrate reports print: `text` is the table report never cut nor coloured, markdown pastes as a ticket. */
+export const REPORT_FORMATS = ['table', 'json', 'text', 'markdown'] as const;
+
+/** --format, checked against what the command prints (the first is its default). */
+export function chooseFormat<F extends string>(given: string | undefined, allowed: readonly [F, ...F[]]): F {
+  const format = given ?? allowed[0];
+  if (!(allowed as readonly string[]).includes(format)) throw usageError(`--format ${format}: use one of ${allowed.join(', ')}`);
+  return format as F;
+}
+
+/** No width to fit: output that is not a terminal is never cut. */
+export const UNBOUNDED = Number.POSITIVE_INFINITY;
+
 type Row = Record<string, unknown>;
 
 export function style(on: boolean, code: 'bold' | 'red' | 'yellow' | 'dim', text: string): string {
@@ -16,11 +30,20 @@ export function style(on: boolean, code: 'bold' | 'red' | 'yellow' | 'dim', text
   return on ? `\x1b[${codes[code][0]}m${text}\x1b[${codes[code][1]}m` : text;
 }
 
-/** The width of the terminal stdout shows, else $COLUMNS, else 100. */
+/**
+ * The width tables fit: the terminal's, else $COLUMNS when set, else none: piped into a file or
+ * another program, cells are printed whole rather than cut to a width nobody sees.
+ */
 export function terminalWidth({ stdout, env }: Pick<CliIo, 'stdout' | 'env'>): number {
   if (stdout.isTTY && stdout.columns) return stdout.columns;
   const fromEnv = Number(env.COLUMNS);
-  return Number.isInteger(fromEnv) && fromEnv > 20 ? fromEnv : 100;
+  if (Number.isInteger(fromEnv) && fromEnv > 20) return fromEnv;
+  return stdout.isTTY ? 100 : UNBOUNDED;
+}
+
+/** The width and colour of a report's `table` (fitted to the terminal) or `text` (whole, plain) layout. */
+export function reportLayout(format: 'table' | 'text', io: Pick<CliIo, 'stdout' | 'env'>): { width: number; colour: boolean } {
+  return format === 'text' ? { width: UNBOUNDED, colour: false } : { width: terminalWidth(io), colour: useColour(io.stdout, io.env) };
 }
 
 const isRecord = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -118,6 +141,7 @@ const MIN_CUT_WIDTH = 12;
  * Columns that fit `width` display columns, most important (declared) first: each at most its
  * widest cell and at most 36 wide, long values cut with an ellipsis. The first column that does
  * not fit whole takes the room left when that is worth it; the columns after it are hidden.
+ * With an UNBOUNDED width every column shows whole.
  */
 export function renderTable(records: Row[], width: number, colour = false, columns: readonly string[] = []): { text: string; hidden: string[] } {
   if (records.length === 0) return { text: '(none)\n', hidden: [] };
@@ -125,7 +149,7 @@ export function renderTable(records: Row[], width: number, colour = false, colum
   const headers = order.map((c) => headerOf(c, order));
   const cells = records.map((r) => order.map((c) => humanCell(valueAt(r, c))));
   const GAP = 2;
-  const CAP = 36;
+  const CAP = width === UNBOUNDED ? UNBOUNDED : 36;
   const widths = headers.map((h, i) => Math.min(CAP, Math.max(stringWidth(h), ...cells.map((row) => stringWidth(row[i]!)))));
   widths[0] = Math.min(widths[0]!, width);
   let shown = 1;

@@ -41,7 +41,7 @@ function buildProgram(io: CliIo): Command {
     )
     .addOption(new Option('--api-url <url>', 'base address of the API; overrides --environment'))
     .addOption(new Option('--allow-localhost', 'allow plain HTTP to 127.0.0.1 (local servers only); auth login stores it with the account'))
-    .addOption(new Option('--format <format>', 'table (default), json (the {ok, data, meta} envelope) or text; migrate audit: table, json or markdown'))
+    .addOption(new Option('--format <format>', 'table (default; fitted to a terminal, whole when piped), json (the {ok, data, meta} envelope) or text (tab-separated, never cut); the migrate commands also take markdown, and text prints their report never cut nor coloured'))
     .addOption(new Option('--timeout <seconds>', `how long to wait for each answer of the API (else SVC_TIMEOUT, else ${DEFAULT_TIMEOUT_SECONDS}); exit 124 when it passes`))
     .addHelpText('after', '\nExit codes: svc help exit-codes.')
     .exitOverride()

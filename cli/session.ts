@@ -1,8 +1,7 @@
-import { configPath, readConfig, requireCredential, resolveCredential, resolveTarget, type CredentialFlags, type ResolvedCredential, type StoredConfig, type Target } from './config.js';
-import { usageError } from './exit-codes.js';
+import { activeAccount, configPath, readConfig, requireCredential, resolveCredential, resolveTarget, type CredentialFlags, type ResolvedCredential, type StoredConfig, type Target } from './config.js';
 import type { CliIo } from './io.js';
 import { callApi, parseTimeout, type ApiRequest, type Envelope } from './http.js';
-import { DATA_FORMATS, type DataFormat } from './output.js';
+import { chooseFormat, DATA_FORMATS, type DataFormat } from './output.js';
 
 export interface GlobalOptions extends CredentialFlags {
   format?: string;
@@ -20,9 +19,7 @@ export class Session {
   ) {}
 
   get format(): DataFormat {
-    const format = this.options.format ?? 'table';
-    if (!(DATA_FORMATS as readonly string[]).includes(format)) throw usageError(`--format ${format}: use one of ${DATA_FORMATS.join(', ')}`);
-    return format as DataFormat;
+    return chooseFormat(this.options.format, DATA_FORMATS);
   }
 
   get config(): StoredConfig {
@@ -34,8 +31,9 @@ export class Session {
     return resolveCredential(this.options, this.io.env, this.config);
   }
 
-  target(credential = this.credential()): Target {
-    return resolveTarget(this.options, credential, this.config);
+  /** The server: the flags', else the active account's, whichever key is used. */
+  target(): Target {
+    return resolveTarget(this.options, activeAccount(this.config), this.config);
   }
 
   /** Seconds to wait for each answer: --timeout, else SVC_TIMEOUT, else the default. */

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
 import { EXIT, messageLine, usageError, type ExitCode } from '../exit-codes.js';
-import { readStdin, useColour, type CliIo } from '../io.js';
-import { terminalWidth } from '../output.js';
+import { readStdin, type CliIo } from '../io.js';
+import { chooseFormat, REPORT_FORMATS, reportLayout } from '../output.js';
 import type { GlobalOptions } from '../session.js';
 import { buildReport, DEFAULT_FAIL_ON, FAIL_ON_VALUES, parseFailOn, type AuditInput, type AuditedKey, type UsageRow } from './report.js';
-import { AUDIT_FORMATS, renderMarkdownReport, renderTableReport, type AuditFormat } from './render.js';
+import { renderMarkdownReport, renderTableReport } from './render.js';
 import { readScopeTable } from './scope-table.js';
 import { registerMigratePlanCommand } from './plan.js';
 import { registerShadowReportCommand } from './shadow-report.js';
@@ -19,9 +19,6 @@ interface AuditFlags {
   failOn: string;
   ignore?: string[];
   asOf?: string;
-  user: string;
-  company?: string;
-  name?: string;
 }
 
 const splitList = (text: string) => text.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
@@ -72,8 +69,7 @@ async function readKey(globals: GlobalOptions, io: CliIo, id: string): Promise<{
 }
 
 async function runAudit(flags: AuditFlags, globals: GlobalOptions, io: CliIo): Promise<ExitCode> {
-  const format = (globals.format ?? 'table') as AuditFormat;
-  if (!AUDIT_FORMATS.includes(format)) throw usageError(`--format ${format}: migrate audit prints ${AUDIT_FORMATS.join(', ')}`);
+  const format = chooseFormat(globals.format, REPORT_FORMATS);
   const sources = [flags.scopes, flags.scopesFile, flags.key].filter((s) => s !== undefined);
   if (sources.length !== 1) throw usageError('Give exactly one of --scopes a,b,c, --scopes-file <file> or --key <legacy key id>');
   const days = Number(flags.days);
@@ -86,9 +82,6 @@ async function runAudit(flags: AuditFlags, globals: GlobalOptions, io: CliIo): P
     asOf: parseAsOf(flags.asOf),
     failOn: flags.failOn === 'none' ? [] : parseFailOn(flags.failOn),
     ignore: (flags.ignore ?? []).flatMap(splitList),
-    user: flags.user,
-    ...(flags.company === undefined ? {} : { company: flags.company }),
-    ...(flags.name === undefined ? {} : { name: flags.name }),
   };
   if (flags.scopes !== undefined) {
     input.scopes = splitList(flags.scopes);
@@ -114,7 +107,10 @@ async function runAudit(flags: AuditFlags, globals: GlobalOptions, io: CliIo): P
   }
   if (format === 'json') io.stdout.write(`${JSON.stringify({ ok: true, data: report, meta: {} }, null, 2)}\n`);
   else if (format === 'markdown') io.stdout.write(renderMarkdownReport(report));
-  else io.stdout.write(renderTableReport(report, terminalWidth(io), useColour(io.stdout, io.env)));
+  else {
+    const { width, colour } = reportLayout(format, io);
+    io.stdout.write(renderTableReport(report, width, colour));
+  }
   return report.findings.length > 0 ? EXIT.failure : EXIT.ok;
 }
 
@@ -125,7 +121,7 @@ export function registerMigrateCommands(program: Command, io: CliIo, done: (code
   migrate
     .command('audit')
     .description(
-      'Audit v2 scopes against v4: for each scope its v4 capability, endpoints and status (mapped, mapped-broader, no-successor, covered-by-order-type) and, with --key, whether it was called; then the least v4 key to mint, the reissue steps and the days to the v2 sunset. --scopes and --scopes-file work offline from the bundled maps.',
+      'Audit v2 scopes against v4: for each scope its v4 capability, endpoints and status (mapped, mapped-broader, no-successor, covered-by-order-type) and, with --key, whether it was called; then the least v4 key to mint, the reissue steps (as the plan gives them: mint-successor, a first v4 call, quiet, disable) and the days to the v2 sunset. --scopes and --scopes-file work offline from the bundled maps.',
     )
     .option('--scopes <list>', 'v2 scopes, comma-separated')
     .option('--scopes-file <file>', 'a file of scopes: one per line, or the JSON/YAML of an integration config with a "scopes" list; - for stdin')
@@ -134,10 +130,7 @@ export function registerMigrateCommands(program: Command, io: CliIo, done: (code
     .option('--fail-on <list>', `what makes the exit code 1: comma-separated of ${FAIL_ON_VALUES.join(', ')}, or none`, DEFAULT_FAIL_ON.join(','))
     .option('--ignore <scope>', 'a known exception that never fails the audit; repeat or comma-separate', (value: string, previous?: string[]) => [...(previous ?? []), value])
     .option('--as-of <date>', 'count usage and days to the sunset as of this date (YYYY-MM-DD; default today)')
-    .option('--user <email>', 'email of the dedicated non-personal v4 user in the printed commands', 'v4-integration@example.com')
-    .option('--company <id>', 'the integration’s company in the printed commands (default: the key’s)')
-    .option('--name <label>', 'the label of the new v4 user and key (default: the legacy key’s name + " (v4)")')
-    .addHelpText('after', '\nA wildcard scope (api.orders.*) stands for every scope of the maps under it. A scope granted but not called in the window is to drop: it fails only under --fail-on unused. A retired (disabled) or quiet key is flagged.\nOutput: --format table (default), json or markdown (for a migration ticket).\nExit codes: 0 clean, 1 findings (see --fail-on), 2 bad input such as an unknown scope.')
+    .addHelpText('after', '\nA wildcard scope (api.orders.*) stands for every scope of the maps under it. A scope granted but not called in the window is to drop: it fails only under --fail-on unused. A retired (disabled) or quiet key is flagged.\nOutput: --format table (default, fitted to the terminal), json, text (the table report, never cut nor coloured) or markdown (for a migration ticket).\nExit codes: 0 clean, 1 findings (see --fail-on), 2 bad input such as an unknown scope.')
     .action(async (flags: AuditFlags, command: Command) => {
       done(await runAudit(flags, command.optsWithGlobals<GlobalOptions>(), io));
     });

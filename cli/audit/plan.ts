@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import type { MigrationPlan } from '../../src/gateway/migration-plan.js';
 import { EXIT, usageError, type ExitCode } from '../exit-codes.js';
-import { useColour, type CliIo } from '../io.js';
-import { renderTable, style, terminalWidth } from '../output.js';
+import type { CliIo } from '../io.js';
+import { chooseFormat, renderTable, REPORT_FORMATS, reportLayout, style } from '../output.js';
 import type { GlobalOptions } from '../session.js';
 import { brownoutNotice } from '../../src/gateway/sunset-status.js';
 
@@ -13,9 +13,6 @@ const optional = (line: string | undefined) => (line === undefined ? [] : [line]
  * its legacy key called (GET /v4/admin/legacy-keys/:id/plan), as a table, JSON, or Markdown that
  * pastes as a ticket: title, summary, and a checklist with the exact commands.
  */
-
-export const PLAN_FORMATS = ['table', 'json', 'markdown'] as const;
-type PlanFormat = (typeof PLAN_FORMATS)[number];
 
 const successorOf = (endpoint: MigrationPlan['endpoints'][number]) => endpoint.successor.map((call) => `${call.method} ${call.path}`).join(', then ');
 const stageDates = (plan: MigrationPlan) =>
@@ -81,15 +78,17 @@ export function renderPlanMarkdown(plan: MigrationPlan): string {
 }
 
 async function runPlan(key: string | undefined, globals: GlobalOptions, io: CliIo): Promise<ExitCode> {
-  const format = (globals.format ?? 'table') as PlanFormat;
-  if (!PLAN_FORMATS.includes(format)) throw usageError(`--format ${format}: migrate plan prints ${PLAN_FORMATS.join(', ')}`);
+  const format = chooseFormat(globals.format, REPORT_FORMATS);
   if (key === undefined || key.trim() === '') throw usageError('--key <legacy key id> is required (lk_…; see svc legacy-keys list)');
   const { Session } = await import('../session.js');
   const envelope = await new Session({ ...globals, format: 'json' }, io).call({ method: 'GET', path: `/v4/admin/legacy-keys/${encodeURIComponent(key)}/plan` });
   const plan = envelope.data as MigrationPlan;
   if (format === 'json') io.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
   else if (format === 'markdown') io.stdout.write(renderPlanMarkdown(plan));
-  else io.stdout.write(renderPlanTable(plan, terminalWidth(io), useColour(io.stdout, io.env)));
+  else {
+    const { width, colour } = reportLayout(format, io);
+    io.stdout.write(renderPlanTable(plan, width, colour));
+  }
   return EXIT.ok;
 }
 
@@ -100,7 +99,7 @@ export function registerMigratePlanCommand(migrate: Command, io: CliIo, done: (c
       'The migration plan of one integration, from what its legacy key called in the last 30 days: each v2 endpoint with its v4 call(s) and field changes, most called first; what stays on v2 and why; the least capabilities of its successor key; the cutover stage with its dates; and the steps with the exact commands. Needs an admin v4 key.',
     )
     .option('--key <id>', 'the legacy key id (lk_…)')
-    .addHelpText('after', '\nOutput: --format table (default), json or markdown (pastes as a ticket).')
+    .addHelpText('after', '\nOutput: --format table (default, fitted to the terminal), json, text (the table report, never cut nor coloured) or markdown (pastes as a ticket).')
     .action(async (flags: { key?: string }, command: Command) => {
       done(await runPlan(flags.key, command.optsWithGlobals<GlobalOptions>(), io));
     });

@@ -1,9 +1,6 @@
 import { renderTable, style } from '../output.js';
 import type { AuditReport, ScopeFinding } from './report.js';
 
-export const AUDIT_FORMATS = ['table', 'json', 'markdown'] as const;
-export type AuditFormat = (typeof AUDIT_FORMATS)[number];
-
 function usageCell(finding: ScopeFinding): string {
   if (finding.calls === null) return '';
   const last = finding.lastCalled ? ` (last ${finding.lastCalled})` : '';
@@ -63,7 +60,7 @@ export function renderTableReport(report: AuditReport, width: number, colour: bo
     ...keyStateLine(report).map((line) => style(colour, 'yellow', line)),
     '',
     table.text.trimEnd(),
-    ...(table.hidden.length > 0 ? [`(${table.hidden.join(', ')}: hidden to fit ${width} columns; --format markdown or json shows them)`] : []),
+    ...(table.hidden.length > 0 ? [`(${table.hidden.join(', ')}: hidden to fit ${width} columns; --format text, markdown or json shows them)`] : []),
     '',
     ...wildcardLines(report),
     ...report.scopes.filter((f) => f.comment).map((f) => `${f.scope}: ${f.comment}`),

@@ -2,11 +2,14 @@ import { closest } from '../../src/did-you-mean.js';
 import { usageError } from '../exit-codes.js';
 import { callsSince, leastCapabilities, ruleCovers, ruleFor } from '../../src/gateway/scope-rules.js';
 import { brownoutNotice, sunsetStatus, type SunsetStatus } from '../../src/gateway/sunset-status.js';
+import { forcedDisableCommand, reissueSteps, type ReissueStep } from '../../src/gateway/reissue-steps.js';
+import type { Cutover } from '../../src/gateway/cutover-stage.js';
 import { SCOPE_STATUSES, type ScopeRule, type ScopeStatus, type ScopeTable } from './scope-table.js';
 
 /*
  * The scope audit: for each v2 scope of an integration, what it becomes in v4 and whether it is
- * still used; then the least v4 key to mint instead, the spec's reissue steps and the days left.
+ * still used; then the least v4 key to mint instead, the reissue steps the plan gives too, and the
+ * days left.
  */
 
 /** What --fail-on may name: a status, or `unused` (granted, never called in the window). */
@@ -30,6 +33,8 @@ export interface AuditedKey {
   /** From the admin API: when the key was disabled (retired), and its last v2 call. */
   disabledAt?: string | null;
   lastUsedAt?: string | null;
+  /** From the admin API: its successor, if minted, and when it goes quiet by the server's count. */
+  cutover?: Pick<Cutover, 'successor' | 'quietDays' | 'quietFrom'>;
 }
 
 export interface AuditInput {
@@ -43,10 +48,6 @@ export interface AuditInput {
   asOf: Date;
   failOn: FailOn[];
   ignore: string[];
-  user: string;
-  /** The integration's company and the label of its new key; from the key with --key. */
-  company?: string;
-  name?: string;
 }
 
 export interface ScopeFinding {
@@ -81,8 +82,7 @@ export interface AuditReport {
     unusedScopes: string[];
     stayOnV2: string[];
     review: string[];
-    /** Null when there is nothing to mint, and so no v4 user to create. */
-    userCommand: string | null;
+    /** `svc legacy-keys mint-successor …`; null when there is nothing to mint, or a successor is minted already. */
     mintCommand: string | null;
     checklist: string[];
     sunset: string;
@@ -125,39 +125,60 @@ export function parseFailOn(text: string): FailOn[] {
   return values as FailOn[];
 }
 
-const quote = (text: string) => (/^[A-Za-z0-9@._:,/+-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
-
 function keyStateOf(key: AuditedKey | undefined, findings: ScopeFinding[]): KeyState | null {
   if (!key) return null;
   if (key.disabledAt) return 'retired';
   return findings.every((f) => f.calls === 0) ? 'quiet' : 'active';
 }
 
-function checklistOf(input: AuditInput, report: { userCommand: string | null; mintCommand: string | null; stayOnV2: string[]; keyState: KeyState | null }): string[] {
-  const { userCommand, mintCommand, stayOnV2, keyState } = report;
-  const keyId = input.key?.id ?? '<legacy key id>';
+const stepLine = (step: ReissueStep) => (step.command === null ? step.text : `${step.text}: \`${step.command}\``);
+
+/** The plan's reissue path (mint the successor, a first v4 call, quiet, disable), or why there is nothing to mint. */
+function checklistOf(input: AuditInput, report: { capabilities: string[]; stayOnV2: string[]; keyState: KeyState | null }, quietDays: number): { checklist: string[]; mintCommand: string | null } {
+  const { capabilities, stayOnV2, keyState } = report;
+  // Offline, a shell variable stands for the key, as $BASE_URL and $V4_KEY do in the first call.
+  const keyId = input.key?.id ?? '$LEGACY_KEY_ID';
   if (keyState === 'retired') {
-    return [`Nothing to reissue: the v2 key was disabled on ${input.key!.disabledAt!.slice(0, 10)}; mint a v4 key only if the integration still runs somewhere`];
+    return {
+      checklist: [`Nothing to reissue: the v2 key was disabled on ${input.key!.disabledAt!.slice(0, 10)}; mint a v4 key only if the integration still runs somewhere`],
+      mintCommand: null,
+    };
   }
-  const keep = stayOnV2.length > 0 ? [`Keep the v2 key until the sunset for the scopes without a v4 successor: ${stayOnV2.join(', ')}`] : [];
-  if (!userCommand || !mintCommand) {
+  if (capabilities.length === 0) {
     const why =
       keyState === 'quiet'
         ? `the key made no v2 call in the last ${input.days} days`
         : `no scope ${input.usage ? `it called in the last ${input.days} days` : 'of this integration'} has a v4 successor`;
     // With no successor the key never reaches v2_quiet, so its disable is forced, with the reason on record.
-    const disable = `svc legacy-keys disable ${keyId} --force --reason ${quote('integration gone, confirmed by its owner')}`;
-    const end = keep.length > 0 ? keep : [`Disable the v2 key once its owner confirms the integration is gone: \`${disable}\``];
-    return [`Mint no v4 key: ${why}`, ...end];
+    const end =
+      stayOnV2.length > 0
+        ? `Keep the v2 key until the sunset for the scopes without a v4 successor: ${stayOnV2.join(', ')}`
+        : `Disable the v2 key once its owner confirms the integration is gone: \`${forcedDisableCommand(keyId, 'integration gone, confirmed by its owner')}\``;
+    return { checklist: [`Mint no v4 key: ${why}`, end], mintCommand: null };
   }
-  return [
-    `Provision a dedicated non-personal user: \`${userCommand}\``,
-    `Mint a v4 key as that user with only the needed capabilities: \`${mintCommand}\``,
-    'Send it in the `X-API-KEY` header',
-    'Verify with `GET /v4/me`: `svc auth login --api-key <new key> && svc auth status`',
-    'Adapt calls to the v4 contract changes, pagination first (lists return the envelope, at most 50 per page)',
-    ...keep,
-  ];
+  const successor = input.key?.cutover?.successor;
+  const { mint, firstCall, quiet, disable } = reissueSteps({
+    keyId,
+    // The mint derives the user from the key; the audit does not repeat the derivation.
+    successorUser: null,
+    capabilities,
+    // Read only when there is nothing to mint, answered above.
+    allowed: capabilities,
+    windowDays: input.days,
+    successor: successor?.active ? successor : null,
+    quiet: { days: input.key?.cutover?.quietDays ?? quietDays, from: input.key?.cutover?.quietFrom ?? null },
+    staysOnV2: stayOnV2,
+  });
+  return {
+    checklist: [
+      stepLine(mint),
+      stepLine(firstCall),
+      'Move each call to its v4 successor as the guide says (/docs/migration), pagination first (lists return the envelope, at most 50 per page)',
+      stepLine(quiet),
+      stepLine(disable),
+    ],
+    mintCommand: mint.command,
+  };
 }
 
 export function buildReport(table: ScopeTable, input: AuditInput): AuditReport {
@@ -189,16 +210,12 @@ export function buildReport(table: ScopeTable, input: AuditInput): AuditReport {
   });
   // Translate only what the integration calls: unused scopes earn no capability.
   const capabilities = leastCapabilities(table.rules, findings.map((f) => f.scope), input.usage ? { rows: input.usage, since } : undefined);
-  const name = input.name ?? (input.key ? `${input.key.name} (v4)` : 'v4 integration');
-  const company = input.company ?? input.key?.companyId ?? '<company-id>';
   const keyState = keyStateOf(input.key, findings);
-  const minting = capabilities.length > 0 && keyState !== 'retired';
-  const userCommand = minting ? `svc-server users create --email ${quote(input.user)} --name ${quote(name)} --role admin --company ${company} --non-personal` : null;
-  const mintCommand = minting ? `svc-server keys mint --user ${quote(input.user)} --capabilities ${capabilities.join(',')} --name ${quote(name)}` : null;
   const kept = findings.filter((f) => !f.toDrop);
   const stayOnV2 = kept.filter((f) => f.status === 'no-successor').map((f) => f.scope);
   const review = kept.filter((f) => f.status === 'mapped-broader').map((f) => f.scope);
   const status = sunsetStatus(table.schedule, input.asOf);
+  const { checklist, mintCommand } = checklistOf(input, { capabilities, stayOnV2, keyState }, table.quietDays);
   return {
     source: input.source,
     key: input.key ?? null,
@@ -211,9 +228,8 @@ export function buildReport(table: ScopeTable, input: AuditInput): AuditReport {
       unusedScopes: findings.filter((f) => f.toDrop).map((f) => f.scope),
       stayOnV2,
       review,
-      userCommand,
       mintCommand,
-      checklist: checklistOf(input, { userCommand, mintCommand, stayOnV2, keyState }),
+      checklist,
       sunset: status.at.slice(0, 10),
       daysToSunset: status.daysLeft,
       brownouts: status.brownouts,

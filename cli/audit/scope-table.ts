@@ -27,6 +27,8 @@ export interface ScopeTable {
   rules: ScopeRule[];
   /** The sunset and its brownout windows, from sunset.yaml. */
   schedule: SunsetSchedule;
+  /** Days without a v2 call that make a key quiet (sunset.yaml `cutover.quietDays`, as the server reads it). */
+  quietDays: number;
 }
 
 /** The maps shipped with the package, whether running from cli/ (tsx) or dist/cli/. */
@@ -43,11 +45,14 @@ function readYaml(dir: string, file: string): unknown {
   }
 }
 
+/** The server's default when sunset.yaml has no cutover section (src/gateway/mappings.ts). */
+const DEFAULT_QUIET_DAYS = 14;
+
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 export function readScopeTable(dir = bundledMappingsDir()): ScopeTable {
   const scopes = (readYaml(dir, 'scopes.yaml') as { scopes?: Record<string, Record<string, unknown>> } | null)?.scopes;
-  const sunsetFile = readYaml(dir, 'sunset.yaml') as { sunset?: unknown; brownouts?: unknown } | null;
+  const sunsetFile = readYaml(dir, 'sunset.yaml') as { sunset?: unknown; brownouts?: unknown; cutover?: { quietDays?: unknown } } | null;
   const sunset = new Date(String(sunsetFile?.sunset));
   if (!scopes || Number.isNaN(sunset.getTime())) throw usageError(`The scope maps in ${dir} are unusable: no scopes or no sunset date`);
   const brownouts = (Array.isArray(sunsetFile?.brownouts) ? (sunsetFile.brownouts as { start?: unknown; end?: unknown }[]) : []).map((w) => ({
@@ -69,5 +74,9 @@ export function readScopeTable(dir = bundledMappingsDir()): ScopeTable {
       reason: text(entry.reason),
     };
   });
-  return { rules, schedule: { sunset, brownouts } };
+  const quietDays = sunsetFile?.cutover?.quietDays ?? DEFAULT_QUIET_DAYS;
+  if (typeof quietDays !== 'number' || !Number.isInteger(quietDays) || quietDays < 1) {
+    throw usageError(`The scope maps in ${dir} are unusable: cutover.quietDays in sunset.yaml is not a whole number of days`);
+  }
+  return { rules, schedule: { sunset, brownouts }, quietDays };
 }

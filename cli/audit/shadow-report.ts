@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import type { ShadowReport } from '../../src/gateway/shadow-check.js';
 import { EXIT, messageLine, usageError, type ExitCode } from '../exit-codes.js';
-import { useColour, type CliIo } from '../io.js';
-import { renderTable, style, terminalWidth } from '../output.js';
+import type { CliIo } from '../io.js';
+import { chooseFormat, renderTable, REPORT_FORMATS, reportLayout, style } from '../output.js';
 import type { GlobalOptions } from '../session.js';
 import { markdownTable } from './render.js';
 
@@ -12,8 +12,6 @@ import { markdownTable } from './render.js';
  * (--fail-on different).
  */
 
-export const SHADOW_FORMATS = ['table', 'json', 'markdown'] as const;
-type ShadowFormat = (typeof SHADOW_FORMATS)[number];
 const FAIL_ON = ['different', 'none'] as const;
 const DEFAULT_EXAMPLES = 5;
 
@@ -104,8 +102,7 @@ function parseExamples(text: string): number {
 }
 
 async function runShadowReport(flags: ShadowFlags, globals: GlobalOptions, io: CliIo): Promise<ExitCode> {
-  const format = (globals.format ?? 'table') as ShadowFormat;
-  if (!SHADOW_FORMATS.includes(format)) throw usageError(`--format ${format}: migrate shadow-report prints ${SHADOW_FORMATS.join(', ')}`);
+  const format = chooseFormat(globals.format, REPORT_FORMATS);
   if (!(FAIL_ON as readonly string[]).includes(flags.failOn)) throw usageError(`--fail-on ${flags.failOn}: use ${FAIL_ON.join(' or ')}`);
   if (flags.route !== undefined && !/^[A-Z]+ \/\S*$/.test(flags.route)) throw usageError(`--route ${flags.route}: give a v2 route as "METHOD /path", such as "GET /employees"`);
   const examples = parseExamples(flags.examples);
@@ -120,7 +117,10 @@ async function runShadowReport(flags: ShadowFlags, globals: GlobalOptions, io: C
   }
   if (format === 'json') io.stdout.write(`${JSON.stringify({ ok: true, data: report, meta: {} }, null, 2)}\n`);
   else if (format === 'markdown') io.stdout.write(renderShadowMarkdown(report));
-  else io.stdout.write(renderShadowTable(report, terminalWidth(io), useColour(io.stdout, io.env)));
+  else {
+    const { width, colour } = reportLayout(format, io);
+    io.stdout.write(renderShadowTable(report, width, colour));
+  }
 
   if (flags.failOn === 'none') return EXIT.ok;
   // A gate passes only on evidence: nothing compared is no proof that the translation matches.
@@ -140,7 +140,7 @@ export function registerShadowReportCommand(migrate: Command, io: CliIo, done: (
     .option('--route <route>', 'only this v2 route, as in the maps: "GET /employees/:id"')
     .option('--examples <n>', 'how many of the last differing answers to show', String(DEFAULT_EXAMPLES))
     .option('--fail-on <what>', 'different: exit 1 when a route had a difference or nothing was compared (a gate before a hostname switch); none', 'none')
-    .addHelpText('after', '\nOutput: --format table (default), json or markdown.\nExit codes: 0 ok, 1 differences under --fail-on different (or the API refused), 2 bad input, 4 not an admin.')
+    .addHelpText('after', '\nOutput: --format table (default, fitted to the terminal), json, text (the table report, never cut nor coloured) or markdown.\nExit codes: 0 ok, 1 differences under --fail-on different (or the API refused), 2 bad input, 4 not an admin.')
     .action(async (flags: ShadowFlags, command: Command) => {
       done(await runShadowReport(flags, command.optsWithGlobals<GlobalOptions>(), io));
     });

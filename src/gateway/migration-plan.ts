@@ -6,6 +6,7 @@ import { dedicatedUserEmail, legacyKeyUsage } from './legacy-keys.js';
 import { buildMigrationGuide, routeAnchor, type FieldChange, type GuideCall, type GuideExample, type GuideEndpoint, type MigrationGuide } from './migration-guide.js';
 import type { Mappings } from './mappings.js';
 import { GUIDE_PATH } from '../pages/migration-guide.js';
+import { reissueSteps, type ReissueStep } from './reissue-steps.js';
 import { leastCapabilities } from './scope-rules.js';
 import { sunsetStatus, type SunsetStatus } from './sunset-status.js';
 
@@ -41,11 +42,8 @@ export interface PlanStaysOnV2 extends Called {
   instead: string | undefined;
 }
 
-export interface PlanStep {
-  id: 'read_guide' | 'mint_successor' | 'first_v4_call' | 'move_calls' | 'v2_quiet' | 'disable_v2_key';
-  text: string;
-  /** The exact command, where one does it. */
-  command: string | null;
+export interface PlanStep extends Omit<ReissueStep, 'id'> {
+  id: ReissueStep['id'] | 'read_guide' | 'move_calls';
   done: boolean;
 }
 
@@ -164,43 +162,30 @@ function stepsOf(plan: Omit<MigrationPlan, 'steps'>): PlanStep[] {
     steps.push({ id: 'mint_successor', text: 'Nothing to mint: none of the key’s scopes has a v4 successor, so it stays on v2 until the sunset', command: null, done: false });
     return steps;
   }
-  const mintText = successor
-    ? `Successor key ${successor.maskedKey} minted on ${successor.mintedAt.slice(0, 10)} for the non-personal user ${plan.successorUser} (${successor.capabilities.join(', ')})`
-    : capabilities.minimal.length > 0
-      ? `Mint the successor v4 key: it creates the non-personal user ${plan.successorUser} and links the key (or use the form on /app/migration, or POST /v4/admin/legacy-keys/${key.id}/successor); the key is shown once`
-      : `Mint the successor v4 key once you know its capabilities: no call with a v4 successor in the last ${plan.window.days} days (within ${capabilities.allowed.join(', ')})`;
-  const mintCommand = successor || capabilities.minimal.length === 0 ? null : `svc legacy-keys mint-successor ${key.id} --capabilities ${capabilities.minimal.join(',')}`;
+  const { mint, firstCall, quiet, disable } = reissueSteps({
+    keyId: key.id,
+    successorUser: plan.successorUser,
+    capabilities: capabilities.minimal,
+    allowed: capabilities.allowed,
+    windowDays: plan.window.days,
+    successor,
+    quiet: { days: cutover.quietDays, from: cutover.quietFrom },
+    staysOnV2: staysOnV2.map((e) => e.endpoint),
+  });
+  const quietDone = reached('v2_quiet') || disabled;
   steps.push(
-    { id: 'mint_successor', text: mintText, command: mintCommand, done: successor !== null || disabled },
-    {
-      id: 'first_v4_call',
-      text: 'Make a first v4 call with the successor key: its first success shows it working',
-      command: 'curl -sS "$BASE_URL/v4/me" -H "X-API-KEY: $V4_KEY"',
-      done: (successor?.firstUsedAt ?? null) !== null || disabled,
-    },
+    { ...mint, done: successor !== null || disabled },
+    { ...firstCall, done: (successor?.firstUsedAt ?? null) !== null || disabled },
     ...endpoints.map(
       (e): PlanStep => ({
         id: 'move_calls',
         text: `Move ${e.endpoint} (${e.calls} call(s)) to ${e.successor.map((call) => `${call.method} ${call.path}`).join(', then ')}: ${e.guide}`,
         command: null,
-        done: reached('v2_quiet') || disabled,
+        done: quietDone,
       }),
     ),
-    {
-      id: 'v2_quiet',
-      text: `Stop calling v2 with the legacy key: with no v2 call for ${cutover.quietDays} days it is quiet (on ${cutover.quietFrom.slice(0, 10)} if not called again)`,
-      command: null,
-      done: reached('v2_quiet') || disabled,
-    },
-    {
-      id: 'disable_v2_key',
-      text:
-        staysOnV2.length > 0
-          ? `Disable the legacy key once the v2-only calls (${staysOnV2.map((e) => e.endpoint).join(', ')}) have ended too: disabling stops them`
-          : 'Disable the legacy key (or use the button on /app/migration): v2 refuses it from the next request',
-      command: `svc legacy-keys disable ${key.id}`,
-      done: disabled,
-    },
+    { ...quiet, done: quietDone },
+    { ...disable, done: disabled },
   );
   return steps;
 }

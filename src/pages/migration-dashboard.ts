@@ -11,6 +11,7 @@ import { notePrincipal } from '../http/request-log.js';
 import { DisableLegacyKeyInput, MIGRATION_READ, MIGRATION_WRITE } from '../operations/legacy-keys.js';
 import { requireAccess } from '../operations/operation.js';
 import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
+import { disableCommand } from '../gateway/reissue-steps.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { html, type Html } from './html.js';
 import { shadowSection } from './shadow-section.js';
@@ -154,7 +155,7 @@ ${quiet.length === 0
     : html`<p>No call in ${report.cutover.quietDays} days: candidates to disable. Disabling takes effect on the next request.</p>
 <table id="quiet-keys"><thead><tr><th scope="col">Key</th><th scope="col">Company</th><th scope="col">Last call (UTC)</th><th scope="col">Disable with</th></tr></thead>
 <tbody>${quiet.map((key) => html`<tr><td>${key.name}</td><td>${companyName.get(key.companyId) ?? key.companyId}</td>
-<td class="nowrap">${key.lastUsedAt ? key.lastUsedAt.slice(0, 10) : 'never'}</td><td><code>svc-server legacy-keys disable ${key.id}</code></td></tr>`)}</tbody></table>`}</section>`;
+<td class="nowrap">${key.lastUsedAt ? key.lastUsedAt.slice(0, 10) : 'never'}</td><td><code>${disableCommand(key.id)}</code></td></tr>`)}</tbody></table>`}</section>`;
 
   return html`<div class="dashboard">${brownoutBanner(report.sunset, new Date(report.generatedAt))}${sunset}${traffic}${cutoverSection(report, csrfToken)}${endpoints}${noSuccessor}${quietKeys}${shadowSection(report.shadow)}</div>
 <p class="tools">Generated ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC · the same report as JSON: <a href="/app/migration.json">/app/migration.json</a> · for integration owners: <a href="/docs/migration">the migration guide</a></p>`;

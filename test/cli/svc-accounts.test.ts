@@ -49,7 +49,7 @@ describe('svc accounts against a server on this machine [pglite]', { timeout: 12
     expect(resolved.accounts).toEqual([expect.objectContaining({ name: 'local-dev', environment: null, baseUrl: url })]);
   });
 
-  it('keeps the spec’s rule: the stored flag covers the account’s own address only; SVC_API_KEY needs the flag', async () => {
+  it('keeps the spec’s rule: the stored flag covers the account’s own address only; a key without an account needs the flag', async () => {
     const env = isolatedEnv();
     ok(await svc(['auth', 'login', '--api-key', t.demo.apiKeys.admin, '--api-url', url, '--allow-localhost'], env));
     const elsewhere = await svc(['whoami', '--api-url', 'http://127.0.0.1:9'], env);
@@ -60,6 +60,15 @@ describe('svc accounts against a server on this machine [pglite]', { timeout: 12
     expect(local.stderr).toContain('Refusing plain HTTP to http://127.0.0.1:3001');
     const fromEnv = await svc(['whoami', '--api-url', url], { ...isolatedEnv(), SVC_API_KEY: t.demo.apiKeys.admin });
     expect(fromEnv.code).toBe(2);
+  });
+
+  it('sends a key given alone (--api-key, SVC_API_KEY) to the active account’s server, not to prod', async () => {
+    const env = isolatedEnv();
+    ok(await svc(['auth', 'login', '--api-key', t.demo.apiKeys.admin, '--api-url', url, '--allow-localhost'], env));
+    expect(await whoami(env, '--api-key', t.demo.apiKeys.manager)).toBe(t.demo.emails.manager);
+    expect(await whoami({ ...env, SVC_API_KEY: t.demo.apiKeys.manager })).toBe(t.demo.emails.manager);
+    const status = JSON.parse(ok(await svc(['auth', 'status', '--format', 'json', '--api-key', t.demo.apiKeys.manager], env)).stdout).data;
+    expect(status.resolved).toMatchObject({ source: '--api-key', baseUrl: url });
   });
 
   it('takes local:<port>, remembers it with the account, and refuses it without --allow-localhost at login', async () => {

@@ -5,12 +5,12 @@ import { Writable } from 'node:stream';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildInput, describeInput, kebabCase, pathParamsOf } from '../../cli/args.js';
-import { checkAddress, describeTarget, parseEnvironment, readConfig, resolveCredential, resolveTarget, type StoredConfig } from '../../cli/config.js';
+import { activeAccount, checkAddress, describeTarget, parseEnvironment, readConfig, resolveCredential, resolveTarget, writeConfig, type StoredConfig } from '../../cli/config.js';
 import { CliError, EXIT } from '../../cli/exit-codes.js';
 import type { ApiRequest } from '../../cli/http.js';
 import type { CliIo } from '../../cli/io.js';
 import { registerOperationCommands } from '../../cli/operations.js';
-import { Session } from '../../cli/session.js';
+import { Session, type GlobalOptions } from '../../cli/session.js';
 import { OPERATIONS } from '../../src/operations/index.js';
 
 /*
@@ -233,7 +233,7 @@ describe('svc argument parsing', () => {
 
   it('resolves the address: --api-url, else the account’s, else the environment’s; plain HTTP only to 127.0.0.1 with --allow-localhost', () => {
     const config: StoredConfig = { active: 'work', accounts: { work: { apiKey: 'k', environment: 'next' } }, devApiUrl: 'https://me.dev.example' };
-    const account = resolveCredential({}, {}, config);
+    const account = activeAccount(config);
     expect(resolveTarget({}, undefined, config)).toEqual({ environment: 'prod', baseUrl: 'https://api.devicelifecycle.example' });
     expect(resolveTarget({ environment: 'io' }, undefined, config)).toEqual({ environment: 'io', baseUrl: 'https://api.devicelifecycle.example' });
     expect(resolveTarget({}, account, config)).toEqual({ environment: 'next', baseUrl: 'https://api.next.devicelifecycle.example' });
@@ -275,14 +275,33 @@ describe('svc argument parsing', () => {
         custom: { apiKey: 'k', apiUrl: 'http://127.0.0.1:4300', allowLocalhost: true },
       },
     };
-    const mine = resolveCredential({}, {}, config);
+    const mine = config.accounts.mine;
     expect(resolveTarget({}, mine, config)).toEqual({ environment: 'local:4201', baseUrl: 'http://127.0.0.1:4201' });
+    expect(resolveTarget({ environment: 'local:4201' }, mine, config).baseUrl).toBe('http://127.0.0.1:4201');
     expect(() => resolveTarget({ environment: 'local' }, mine, config)).toThrow(/pass --allow-localhost/);
     expect(() => resolveTarget({ apiUrl: 'http://127.0.0.1:4999' }, mine, config)).toThrow(/pass --allow-localhost/);
-    const custom = { apiKey: 'k', source: 'account' as const, account: 'custom' };
-    expect(resolveTarget({}, custom, config)).toEqual({ environment: null, baseUrl: 'http://127.0.0.1:4300' });
-    // SVC_API_KEY is no account: its address needs the flag.
-    expect(() => resolveTarget({ environment: 'local:4201' }, { apiKey: 'k', source: 'env' }, config)).toThrow(/pass --allow-localhost/);
+    expect(resolveTarget({}, config.accounts.custom, config)).toEqual({ environment: null, baseUrl: 'http://127.0.0.1:4300' });
+    // No account (a first login): the address needs the flag.
+    expect(() => resolveTarget({ environment: 'local:4201' }, undefined, config)).toThrow(/pass --allow-localhost/);
+  });
+
+  it('keeps the active account’s server, and its stored --allow-localhost, for a key from --api-key or SVC_API_KEY', () => {
+    const env = { XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'svc-server-of-')) };
+    const io = { stdout: process.stdout, stderr: process.stderr, env, fetch: globalThis.fetch };
+    const file = join(env.XDG_CONFIG_HOME, 'svc', 'config.json');
+    writeConfig({ active: 'local', accounts: { local: { apiKey: 'svc_sk_account', apiUrl: 'http://127.0.0.1:4201', allowLocalhost: true } } }, file);
+    const keyOnly: [GlobalOptions, NodeJS.ProcessEnv][] = [
+      [{ apiKey: 'svc_sk_flag' }, env],
+      [{}, { ...env, SVC_API_KEY: 'svc_sk_env' }],
+    ];
+    for (const [options, environment] of keyOnly) {
+      const session = new Session(options, { ...io, env: environment }, file);
+      expect(session.credential()?.source).not.toBe('account');
+      expect(session.target()).toEqual({ environment: null, baseUrl: 'http://127.0.0.1:4201' });
+    }
+    // Naming another server still overrides the account's, and needs its own flag.
+    expect(() => new Session({ apiKey: 'svc_sk_flag', environment: 'local' }, io, file).target()).toThrow(/pass --allow-localhost/);
+    expect(new Session({ apiKey: 'svc_sk_flag', environment: 'next' }, io, file).target()).toEqual({ environment: 'next', baseUrl: 'https://api.next.devicelifecycle.example' });
   });
 
   it('loads config files written before accounts remembered --allow-localhost', () => {
@@ -305,7 +324,7 @@ describe('svc argument parsing', () => {
     expect(config.accounts.loopback).toMatchObject({ allowLocalhost: true });
     expect(config.accounts.local).toMatchObject({ allowLocalhost: true });
     expect(config.accounts.staging?.allowLocalhost).toBeUndefined();
-    expect(resolveTarget({}, resolveCredential({}, {}, config), config)).toEqual({ environment: null, baseUrl: 'http://127.0.0.1:4201' });
+    expect(resolveTarget({}, activeAccount(config), config)).toEqual({ environment: null, baseUrl: 'http://127.0.0.1:4201' });
     expect(readConfig(join(dir, 'missing.json'))).toEqual({ accounts: {} });
   });
 });

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readScopeTable } from '../../cli/audit/scope-table.js';
@@ -8,7 +7,6 @@ import { createLegacyKey, disableLegacyKey } from '../../src/gateway/legacy-keys
 import { defaultMappingsDir, loadMappings } from '../../src/gateway/mappings.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
-import { runCommandSync } from '../helpers/server-process.js';
 import { isolatedEnv, listen, svc, type SvcResult } from './svc-runner.js';
 
 /*
@@ -45,6 +43,7 @@ describe('svc migrate audit, offline from the bundled maps', () => {
       })),
     );
     expect(table.schedule).toEqual({ sunset: mappings.sunset.sunset, brownouts: mappings.sunset.brownouts });
+    expect(table.quietDays).toBe(mappings.sunset.cutover.quietDays);
   });
 
   it('reports every scope of the table with its status, capability and endpoints', async () => {
@@ -113,7 +112,6 @@ describe('svc migrate audit, offline from the bundled maps', () => {
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'usage_error', message: expect.stringContaining('did you mean') } });
     expect((await audit('--scopes', 'api.team.get', '--fail-on', 'sometimes')).code).toBe(2);
-    expect((await audit('--scopes', 'api.team.get', '--format', 'text')).code).toBe(2);
     expect((await audit()).code).toBe(2);
     expect((await audit('--scopes', 'api.team.get', '--scopes-file', 'x')).code).toBe(2);
     expect((await audit('--scopes-file', join(env.XDG_CONFIG_HOME!, 'missing.txt'))).code).toBe(2);
@@ -157,17 +155,29 @@ describe('svc migrate audit, offline from the bundled maps', () => {
   it('prints no minting steps when nothing is to be minted', async () => {
     const result = await audit('--scopes', 'api.catalogs.getAll,api.catalogs.items.getAll', '--format', 'json', '--fail-on', 'none');
     const data = report(result);
-    expect(data.summary).toMatchObject({ capabilities: [], userCommand: null, mintCommand: null });
+    expect(data.summary).toMatchObject({ capabilities: [], mintCommand: null });
     expect(data.summary.checklist).toEqual([
       'Mint no v4 key: no scope of this integration has a v4 successor',
       'Keep the v2 key until the sunset for the scopes without a v4 successor: api.catalogs.getAll, api.catalogs.items.getAll',
     ]);
     const table = await audit('--scopes', 'api.catalogs.getAll', '--fail-on', 'none');
-    expect(table.stdout).not.toMatch(/X-API-KEY|users create|keys mint|GET \/v4\/me/);
+    expect(table.stdout).not.toMatch(/X-API-KEY|mint-successor|\/v4\/me/);
+  });
+
+  it('prints --format text as the table report whole and plain, whatever the width; names the formats it takes', async () => {
+    const narrow = { ...env, COLUMNS: '40' };
+    const scopes = ['migrate', 'audit', '--as-of', AS_OF, '--scopes', ADDRESS_SCOPES.join(',')];
+    const text = await svc([...scopes, '--format', 'text'], narrow);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/^api\.employee\.deliveryAddress\.create +mapped-broader ✗ +mcp:employees:write +POST \/employees\/:id\/deliveryAddress$/m);
+    expect(text.stdout).not.toMatch(/…|hidden to fit/);
+    expect((await svc(scopes, narrow)).stdout).toContain('(status, capability, endpoints: hidden to fit 40 columns; --format text, markdown or json shows them)');
+    const bad = await svc([...scopes, '--format', 'yaml'], env);
+    expect(bad).toMatchObject({ code: 2, stdout: '', stderr: 'svc: error: --format yaml: use one of table, json, text, markdown\n' });
   });
 
   it('writes the golden markdown report of the address-only integration', async () => {
-    const result = await audit('--scopes', ADDRESS_SCOPES.join(','), '--user', 'address-sync@acme.example', '--company', 'co_acme', '--name', 'Address sync (v4)', '--format', 'markdown');
+    const result = await audit('--scopes', ADDRESS_SCOPES.join(','), '--format', 'markdown');
     expect(result.code).toBe(1);
     expect(result.stdout).toBe(readFileSync(new URL('./golden/audit-address-only.md', import.meta.url), 'utf8'));
   });
@@ -204,8 +214,7 @@ describe.each(backends())('svc migrate audit --key against a started server [%s]
     expect(byScope['api.employee.deliveryAddress.create']).toMatchObject({ calls: 0, lastCalled: null });
     expect(data.summary.unusedScopes).toEqual(['api.employee.deliveryAddress.create', 'api.employee.deliveryAddress.update']);
     expect(data.summary.capabilities).toEqual(['mcp:employees:read']);
-    expect(data.summary.mintCommand).toBe("svc-server keys mint --user v4-integration@example.com --capabilities mcp:employees:read --name 'Address sync (v4)'");
-    expect(data.summary.userCommand).toContain(`--company ${t.demo.companies.acme} --non-personal`);
+    expect(data.summary.mintCommand).toBe(`svc legacy-keys mint-successor ${keyId} --capabilities mcp:employees:read`);
 
     const wide = await svc(['migrate', 'audit', '--key', keyId, '--days', '60', '--fail-on', 'unused', '--api-key', t.demo.apiKeys.admin, ...at()], keyEnv);
     expect(wide.code).toBe(1);
@@ -280,25 +289,27 @@ describe.each(backends())('svc migrate audit --key against a started server [%s]
     expect(missing.stderr).toContain('Legacy key lk_missing was not found');
     expect((await svc(['migrate', 'audit', '--key', keyId, ...at()], keyEnv)).code).toBe(4);
   });
-});
 
-describe('the commands an audit prints [pglite]', () => {
-  let dataDir: string;
-  beforeAll(() => {
-    dataDir = mkdtempSync(join(tmpdir(), 'svc-audit-store-'));
-  });
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  it('prints the plan’s reissue steps, whose mint links the successor while the server runs', async () => {
+    const admin = ['--api-key', t.demo.apiKeys.admin, ...at()];
+    const data = report(await svc(['migrate', 'audit', '--key', keyId, '--format', 'json', ...admin], keyEnv));
+    const plan = JSON.parse((await svc(['migrate', 'plan', '--key', keyId, '--format', 'json', ...admin], keyEnv)).stdout).data;
+    const planStep = (id: string) => plan.steps.find((step: { id: string }) => step.id === id);
+    const line = (id: string) => `${planStep(id).text}: \`${planStep(id).command}\``;
+    expect(data.summary.mintCommand).toBe(planStep('mint_successor').command);
+    expect(data.summary.checklist).toEqual([
+      `Mint the successor v4 key: it creates the key’s own non-personal user and links the key (or use the form on /app/migration, or POST /v4/admin/legacy-keys/${keyId}/successor); the key is shown once: \`${data.summary.mintCommand}\``,
+      line('first_v4_call'),
+      expect.stringContaining('Move each call to its v4 successor'),
+      planStep('v2_quiet').text,
+      line('disable_v2_key'),
+    ]);
 
-  it('provision the dedicated user and mint its key, as printed', { timeout: 120_000 }, async () => {
-    const serverEnv = { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SVC_SECRET_KEY: '' };
-    const server = (args: string[]) => runCommandSync(args, serverEnv);
-    expect(server(['seed', '--demo', '--json']).status).toBe(0);
-    const data = report(await audit('--scopes', ADDRESS_SCOPES.join(','), '--company', 'co_acme', '--user', 'sync-bot@acme.example', '--format', 'json'));
-    const words = (command: string) => [...command.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!).slice(1);
-    const created = server(words(data.summary.userCommand));
-    expect(created.status, created.stderr).toBe(0);
-    const minted = server([...words(data.summary.mintCommand), '--json']);
-    expect(minted.status, minted.stderr).toBe(0);
-    expect(JSON.parse(minted.stdout)).toMatchObject({ user: 'sync-bot@acme.example', capabilities: ['mcp:employees:read', 'mcp:employees:write'] });
+    const minted = await svc([...data.summary.mintCommand.split(' ').slice(1), '--format', 'json', ...admin], keyEnv);
+    expect(minted.code, minted.stderr).toBe(0);
+    const after = report(await svc(['migrate', 'audit', '--key', keyId, '--format', 'json', ...admin], keyEnv));
+    expect(after.key.cutover.stage).toBe('successor_minted');
+    expect(after.summary.mintCommand).toBeNull();
+    expect(after.summary.checklist[0]).toMatch(/^Successor key \S+ minted on \d{4}-\d{2}-\d{2} for the key’s own non-personal user \(mcp:employees:read\)$/);
   });
 });

@@ -57,6 +57,11 @@ describe.each(backends())('svc migrate plan --key against a started server [%s]'
     // Cells are cut at 36 columns, the endpoint's end included.
     expect(table.stdout).toMatch(/^GET \/v2\/employees\/:id\/deliveryAddre… +2 +GET \/v4\/employees\/:id/m);
     expect(table.stdout).toContain('[ ] Mint the successor v4 key');
+    // --format text: the same report, nothing cut whatever the width, never coloured.
+    const text = await svc(['migrate', 'plan', '--key', keyId, '--format', 'text', ...as(t.demo.apiKeys.admin)], { ...env, COLUMNS: '60' });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^GET \/v2\/employees\/:id\/deliveryAddress +2 +GET \/v4\/employees\/:id +mcp:/m);
+    expect(text.stdout).not.toContain('…');
 
     const markdown = await plan('--format', 'markdown');
     expect(markdown.code, markdown.stderr).toBe(0);
@@ -80,7 +85,7 @@ describe.each(backends())('svc migrate plan --key against a started server [%s]'
     const missing = await svc(['migrate', 'plan', ...as(t.demo.apiKeys.admin)], env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('--key <legacy key id> is required');
-    expect((await plan('--format', 'text')).code).toBe(2);
+    expect(await plan('--format', 'markdwon')).toMatchObject({ code: 2, stderr: 'svc: error: --format markdwon: use one of table, json, text, markdown\n' });
     const manager = await keyWith(t, 'manager', ['mcp:employees:read', 'mcp:company:read']);
     const refused = await svc(['migrate', 'plan', '--key', keyId, ...as(manager)], env);
     expect(refused.code).toBe(4);

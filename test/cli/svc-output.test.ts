@@ -1,7 +1,7 @@
 import stringWidth from 'string-width';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { renderData, renderTable, truncate } from '../../cli/output.js';
+import { renderData, renderTable, terminalWidth, truncate, UNBOUNDED } from '../../cli/output.js';
 import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { OPERATIONS } from '../../src/operations/index.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
@@ -26,6 +26,17 @@ describe('svc tables', () => {
     const header = columnsOf(lines[0]!, ['NAME', 'EMAIL', 'TEAM']);
     records.forEach((r, i) => expect(columnsOf(lines[i + 1]!, [r.name, r.email, r.team])).toEqual(header));
     expect(header).toEqual([0, 13, 32]);
+  });
+
+  it('fits the terminal’s width, else COLUMNS, else none: piped output is never cut', () => {
+    const piped = { isTTY: false } as unknown as NodeJS.WritableStream;
+    const terminal = { isTTY: true, columns: 90 } as unknown as NodeJS.WritableStream;
+    expect(terminalWidth({ stdout: terminal, env: { COLUMNS: '200' } })).toBe(90);
+    expect(terminalWidth({ stdout: piped, env: { COLUMNS: '120' } })).toBe(120);
+    expect(terminalWidth({ stdout: piped, env: {} })).toBe(UNBOUNDED);
+    const long = `Team ${'x'.repeat(80)}`;
+    const whole = renderTable([{ id: 'team_1', name: long, description: 'y'.repeat(200) }], UNBOUNDED);
+    expect(whole).toEqual({ text: `ID      NAME${' '.repeat(long.length - 2)}DESCRIPTION\nteam_1  ${long}  ${'y'.repeat(200)}\n`, hidden: [] });
   });
 
   it('cuts long values with an ellipsis to the display width, never inside a wide character', () => {
@@ -126,13 +137,16 @@ describe('svc records', () => {
 
 describe('svc output from a started server [pglite]', { timeout: 120_000 }, () => {
   let t: TestApp;
-  let admin: (args: string[], columns?: number) => Promise<SvcResult>;
+  /** `columns`: the COLUMNS of the run; null, none, as when svc is piped from a shell that does not export it. */
+  let admin: (args: string[], columns?: number | null) => Promise<SvcResult>;
 
   beforeAll(async () => {
     t = await startTestApp('pglite');
     const url = await listen(t);
     const env = isolatedEnv();
-    admin = (args, columns = 200) => svc([...args, '--api-url', url, '--allow-localhost', '--api-key', t.demo.apiKeys.admin], { ...env, COLUMNS: String(columns) });
+    const { COLUMNS: _columns, ...piped } = env;
+    admin = (args, columns = 200) =>
+      svc([...args, '--api-url', url, '--allow-localhost', '--api-key', t.demo.apiKeys.admin], columns === null ? piped : { ...piped, COLUMNS: String(columns) });
   });
   afterAll(async () => t?.close());
 
@@ -186,6 +200,11 @@ describe('svc output from a started server [pglite]', { timeout: 120_000 }, () =
     expect(table).toContain(`${name.slice(0, 35)}…`);
     expect(table).not.toContain(name);
     expect(ok(await admin([...args, '--format', 'text']))).toContain(`\t${name}\t`);
+    // Piped with no COLUMNS there is no width to fit: the table prints every cell and column whole.
+    const piped = await admin(args, null);
+    expect(ok(piped)).toMatch(new RegExp(`^\\S+ +${name} +`, 'm'));
+    expect(piped.stdout).not.toContain('…');
+    expect(piped.stderr).not.toContain('hidden');
     expect(JSON.parse(ok(await admin([...args, '--format', 'json']))).data.teams.map((team: { name: string }) => team.name)).toContain(name);
   });
 });

@@ -113,7 +113,7 @@ describe('svc migrate shadow-report against a server with the shadow check on [p
     expect((await report('--examples', '-1')).code).toBe(2);
     expect((await report('--route', 'employees')).stderr).toContain('give a v2 route as "METHOD /path"');
     expect((await report('--fail-on', 'slow')).code).toBe(2);
-    expect((await report('--format', 'text')).code).toBe(2);
+    expect(await report('--format', 'yaml')).toMatchObject({ code: 2, stderr: 'svc: error: --format yaml: use one of table, json, text, markdown\n' });
     const manager = await svc(['migrate', 'shadow-report', '--api-key', t.demo.apiKeys.manager, '--api-url', t.baseUrl, '--allow-localhost'], env);
     expect(manager.code).toBe(4);
     expect(manager.stderr).toContain('admin_only');
