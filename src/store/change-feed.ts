@@ -93,8 +93,9 @@ export class TopicCache<V> {
   }
 
   /**
-   * The cached value of `key`, at once (no promise: a hit is on the hot path of every authenticated
-   * request and every v2 lookup), or `load()`'s; `keep` decides which loaded values are worth caching.
+   * The cached value of `key`, or `load()`'s; `keep` decides which loaded values are worth caching. A hit
+   * is on the hot path of every authenticated request and every v2 lookup: where the feed cannot lag
+   * (one process) it is answered at once, with no promise; elsewhere once the feed has caught up.
    */
   get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): V | Promise<V> {
     const hit = this.hit(key);

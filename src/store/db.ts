@@ -293,11 +293,16 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       let stopped = false;
       let current: { client: InstanceType<typeof pg.Client>; heartbeat: NodeJS.Timeout; lose: () => void } | undefined;
       // A round trip on the listening connection, bounded: what stalls it is treated as a lost connection.
+      // The timer is cleared on the answer: round trips run on the request path, one per cache hit.
       const roundTrip = (target: NonNullable<typeof current>) => {
-        const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('change listener did not answer')), HEARTBEAT_TIMEOUT_MS).unref());
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('change listener did not answer')), HEARTBEAT_TIMEOUT_MS).unref();
+        });
         return Promise.race([target.client.query('SELECT 1'), timeout]).then(
-          () => undefined,
+          () => clearTimeout(timer),
           (error: unknown) => {
+            clearTimeout(timer);
             target.lose();
             throw error;
           },
