@@ -11,7 +11,7 @@ import { notePrincipal } from '../http/request-log.js';
 import { DisableLegacyKeyInput, MIGRATION_READ, MIGRATION_WRITE } from '../operations/legacy-keys.js';
 import { requireAccess } from '../operations/operation.js';
 import { shadowCheckOf, type ShadowReport } from '../gateway/shadow-check.js';
-import { disableCommand } from '../gateway/reissue-steps.js';
+import { disableCommand, forcedDisableCommand } from '../gateway/reissue-steps.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { html, type Html } from './html.js';
 import { shadowSection } from './shadow-section.js';
@@ -108,6 +108,10 @@ function sparkline(name: string, values: number[]): Html {
 <line x1="0" x2="${values.length * step}" y1="${height - 0.5}" y2="${height - 0.5}" stroke="#8a919c" stroke-width="1"/>${bars}</svg>`;
 }
 
+/** A quiet key whose successor does not work yet is refused a plain disable: the table gives the forced one. */
+const quietKeyDisable = (key: MigrationReport['keys'][number]) =>
+  key.cutover.stage === 'v2_quiet' ? disableCommand(key.id) : forcedDisableCommand(key.id, 'quiet, and its integration is gone');
+
 function dashboardBody(report: MigrationReport & { shadow: ShadowReport }, csrfToken: string): Html {
   const companyName = new Map(report.companies.map((company) => [company.id, company.name]));
   const quiet = report.keys.filter((key) => key.quiet);
@@ -155,7 +159,7 @@ ${quiet.length === 0
     : html`<p>No call in ${report.cutover.quietDays} days: candidates to disable. Disabling takes effect on the next request.</p>
 <table id="quiet-keys"><thead><tr><th scope="col">Key</th><th scope="col">Company</th><th scope="col">Last call (UTC)</th><th scope="col">Disable with</th></tr></thead>
 <tbody>${quiet.map((key) => html`<tr><td>${key.name}</td><td>${companyName.get(key.companyId) ?? key.companyId}</td>
-<td class="nowrap">${key.lastUsedAt ? key.lastUsedAt.slice(0, 10) : 'never'}</td><td><code>${disableCommand(key.id)}</code></td></tr>`)}</tbody></table>`}</section>`;
+<td class="nowrap">${key.lastUsedAt ? key.lastUsedAt.slice(0, 10) : 'never'}</td><td><code>${quietKeyDisable(key)}</code></td></tr>`)}</tbody></table>`}</section>`;
 
   return html`<div class="dashboard">${brownoutBanner(report.sunset, new Date(report.generatedAt))}${sunset}${traffic}${cutoverSection(report, csrfToken)}${endpoints}${noSuccessor}${quietKeys}${shadowSection(report.shadow)}</div>
 <p class="tools">Generated ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC · the same report as JSON: <a href="/app/migration.json">/app/migration.json</a> · for integration owners: <a href="/docs/migration">the migration guide</a></p>`;

@@ -77,7 +77,7 @@ describe.skipIf(!chromiumPath())('the migration dashboard in a real browser, wit
     expect(await page.locator('#no-successor tbody td:first-child').allTextContents()).toEqual(expect.arrayContaining(['api.catalogs.getAll', 'api.company.get']));
     const quiet = after.keys.find((key) => key.quiet)!;
     expect(quiet.name).toBe('Globex HR export (retired)');
-    expect(await page.locator('#quiet-keys tbody td code').allTextContents()).toEqual([`svc legacy-keys disable ${quiet.id}`]);
+    expect(await page.locator('#quiet-keys tbody td code').allTextContents()).toEqual([`svc legacy-keys disable ${quiet.id} --force --reason 'quiet, and its integration is gone'`]);
 
     const daysLeft = Math.max(0, Math.ceil((Date.parse(after.sunset.at) - Date.now()) / DAY_MS));
     expect(await page.getByTestId('days-to-sunset').textContent()).toBe(String(daysLeft));

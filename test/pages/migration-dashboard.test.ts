@@ -105,7 +105,7 @@ describe.each(backends())('migration dashboard page [%s]', (backend) => {
     ]);
     expect(tableRows(page, 'quiet-keys')).toEqual([
       ['Key', 'Company', 'Last call (UTC)', 'Disable with'],
-      ['Old address sync', 'Acme Corp', '2026-10-13', `svc legacy-keys disable ${silent}`],
+      ['Old address sync', 'Acme Corp', '2026-10-13', `svc legacy-keys disable ${silent} --force --reason 'quiet, and its integration is gone'`],
     ]);
   });
 
