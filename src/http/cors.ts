@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
 import type { Core } from '../core.js';
 import { forbidden } from '../errors.js';
 import { sendError } from './errors.js';
+import { LOOPBACK_HOSTS } from './loopback.js';
 
 /*
  * CORS for what a browser-based MCP client reaches across origins: the MCP endpoint, the discovery
@@ -10,7 +12,6 @@ import { sendError } from './errors.js';
  * closes. The other OAuth endpoints answer CORS themselves (oidc-provider, from a client's redirect URIs).
  */
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** What a browser client reads of our answers besides the safelisted headers. */
 const EXPOSED_HEADERS = 'Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After';
@@ -30,9 +31,19 @@ export function originAllowed(core: Core, origin: string | undefined): boolean {
   } catch {
     return false;
   }
-  if (LOOPBACK_HOSTS.has(url.hostname)) return true;
-  const configured = core.config.publicBaseUrl ? [new URL(core.config.publicBaseUrl).origin] : [];
-  return [...configured, ...core.config.mcpAllowedOrigins.map((o) => new URL(o).origin)].includes(url.origin);
+  return LOOPBACK_HOSTS.has(url.hostname) || configuredOrigins(core.config).has(url.origin);
+}
+
+const configured = new WeakMap<Config, ReadonlySet<string>>();
+
+/** PUBLIC_BASE_URL's origin and MCP_ALLOWED_ORIGINS, parsed once per configuration, not per request. */
+function configuredOrigins(config: Config): ReadonlySet<string> {
+  let origins = configured.get(config);
+  if (!origins) {
+    origins = new Set([...(config.publicBaseUrl ? [config.publicBaseUrl] : []), ...config.mcpAllowedOrigins].map((o) => new URL(o).origin));
+    configured.set(config, origins);
+  }
+  return origins;
 }
 
 const originOf = (request: FastifyRequest) => (typeof request.headers.origin === 'string' ? request.headers.origin : undefined);

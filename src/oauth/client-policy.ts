@@ -1,4 +1,5 @@
 import type { ClientMetadata, errors as oidcErrors } from 'oidc-provider';
+import { LOOPBACK_HOSTS } from '../http/loopback.js';
 
 /*
  * What a client may register (RFC 7591) or publish in its metadata document (CIMD): both pass
@@ -29,7 +30,6 @@ export const SERVER_FETCHED_METADATA = [
 const URI_FIELD = /(?:_uris?|^client_id)$/;
 
 // localhost too: Claude Code and Cursor register it (RFC 8252 §8.3 prefers the IP literals, clients do not).
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** Schemes of MCP clients in the field that are not in reverse-domain form. */
 const KNOWN_CLIENT_SCHEMES = new Set(['cursor:', 'vscode:', 'vscode-insiders:', 'windsurf:', 'claude:']);
 /** The authority of a URI as written (the URL parser repairs https:///cb into https://cb/). */
