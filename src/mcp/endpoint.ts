@@ -20,6 +20,7 @@ import { noteErrorCode, notePrincipal } from '../http/request-log.js';
 import { isOAuthScope } from '../oauth/scopes.js';
 import { bearerChallenge, DISCOVERY_PATHS, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { originAllowed, registerCors } from '../http/cors.js';
+import { hijackKeepingHeaders } from '../http/hijack.js';
 import { OAUTH_PATHS } from '../oauth/provider.js';
 import { registerIcons } from './icons.js';
 import { inFlightLimit, type Release } from './in-flight.js';
@@ -333,9 +334,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     const { principal, session, created } = call;
     const approval = wantsApproval(session, call.request);
     const server = createMcpServer({ core, principal, requestId: request.id, metrics, log: request.log }, session.clientCapabilities);
-    reply.hijack();
-    // Hooks set their headers on the reply, which a hijacked reply no longer sends.
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+    hijackKeepingHeaders(reply);
     if (created) reply.raw.setHeader('mcp-session-id', session.id);
 
     if (!approval) {

@@ -8,6 +8,7 @@ import { observeOAuth } from './metrics.js';
 import { OAUTH_PATHS, type OAuthServer } from './provider.js';
 import { adjustAuthorizationParams } from './request-params.js';
 import { OAUTH_SCOPES } from './scopes.js';
+import { hijackKeepingHeaders } from '../http/hijack.js';
 
 /** The provider's paths this file handles before oidc-provider does. */
 const PREHANDLED_PATHS: ReadonlySet<string> = new Set([
@@ -162,9 +163,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
   const provide = async (request: FastifyRequest, reply: FastifyReply, body: unknown) => {
     // oidc-provider reads an already-read body from req.body (and warns once that it did).
     Object.assign(request.raw, { body });
-    reply.hijack();
-    // Hooks set their headers (CORS on registration) on the reply, which a hijacked reply no longer sends.
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+    hijackKeepingHeaders(reply);
     await handle(request.raw, reply.raw);
   };
   await app.register(async (scope) => {
@@ -196,7 +195,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
       const [path, query = ''] = request.raw.url!.split('?', 2) as [string, string?];
       const params = new URLSearchParams(query);
       if (adjustAuthorizationParams(params, oauth.resource, 'authorization')) request.raw.url = `${path}?${params}`;
-      reply.hijack();
+      hijackKeepingHeaders(reply);
       await handle(request.raw, reply.raw);
     });
   });
@@ -211,7 +210,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
       if (canonical !== path && PREHANDLED_PATHS.has(canonical)) {
         throw new AppError(404, 'route_not_found', `No route ${request.method} ${path}; use ${canonical}`);
       }
-      reply.hijack();
+      hijackKeepingHeaders(reply);
       await handle(request.raw, reply.raw);
     });
   });
