@@ -103,9 +103,10 @@ export class RequestLog extends LogController {
     if (!this.logger.isLevelEnabled('info')) return;
     const { time, bindings, stream } = this.parts;
     const caller = request.loggedCaller ? `,"caller":${JSON.stringify(request.loggedCaller)}` : '';
+    const errorCode = request.loggedErrorCode ? `,"errorCode":${JSON.stringify(request.loggedErrorCode)}` : '';
     stream.write(
       `{"level":${this.infoLevel}${time()}${bindings()},"reqId":${JSON.stringify(request.id)},` +
-        `"req":${JSON.stringify(requestSerializer(request))},"res":${JSON.stringify(responseOf(request, reply))}${caller},` +
+        `"req":${JSON.stringify(requestSerializer(request))},"res":{"statusCode":${reply.statusCode}${errorCode}}${caller},` +
         `"responseTime":${reply.elapsedTime},"msg":"request completed"}\n`,
     );
   }
