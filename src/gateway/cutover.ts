@@ -32,7 +32,7 @@ import { leastCapabilities, type ScopeUsage } from './scope-rules.js';
 const DAY_MS = 86_400_000;
 
 /** The admin acting on a key of one of their companies. */
-export interface KeyAdmin extends ActingAdmin {
+interface KeyAdmin extends ActingAdmin {
   companyIds: readonly string[];
 }
 
@@ -212,7 +212,7 @@ function legacyKeyInUse(key: LegacyKeySummary, now: Date) {
 }
 
 /** How an admin or the operator asks for a disable. */
-export interface DisableRequest {
+interface DisableRequest {
   /** Disable before the cutover says it is safe; the caller requires a reason with it. */
   force?: boolean | undefined;
   reason?: string | undefined;

@@ -9,7 +9,7 @@ import { GUIDE_PATH } from '../pages/migration-guide.js';
  * key. Never another key's data: the key read is the one presented.
  */
 
-export interface OwnerPlan extends MigrationPlan {
+interface OwnerPlan extends MigrationPlan {
   ask: {
     /**
      * Who mints the successor key: the names of the company's admins. Not their e-mail addresses: a v2

@@ -31,7 +31,7 @@ export interface ReissueFacts {
   staysOnV2: readonly string[];
 }
 
-export const mintSuccessorCommand = (keyId: string, capabilities: readonly string[]) =>
+const mintSuccessorCommand = (keyId: string, capabilities: readonly string[]) =>
   `svc legacy-keys mint-successor ${keyId} --capabilities ${capabilities.join(',')}`;
 
 export const disableCommand = (keyId: string) => `svc legacy-keys disable ${keyId}`;

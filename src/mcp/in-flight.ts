@@ -12,7 +12,7 @@ const IN_FLIGHT = 'svc_mcp_requests_in_flight';
 /** Gives the place back; only the first call counts. */
 export type Release = () => void;
 
-export interface InFlightLimit {
+interface InFlightLimit {
   /** Takes a place for `who` (a principal binding), given back when the response closes; undefined when none is left. */
   enter(who: string, reply: FastifyReply): Release | undefined;
 }

@@ -31,7 +31,7 @@ interface SuccessorRecord {
   sealed: string;
 }
 
-export interface RefreshSuccessorOptions {
+interface RefreshSuccessorOptions {
   db: Queryable;
   now: () => Date;
   secretKey: Buffer;
