@@ -21,7 +21,8 @@ describe.skipIf(!inject('postgresUrl'))('a statement run by pgbench [postgres]',
     const result = await runPgbench(inject('postgresUrl')!, statement, 2, 1);
     expect(result.transactions).toBeGreaterThan(10);
     expect(result.p50).toBeGreaterThanOrEqual(2);
-    expect(result.p50).toBeLessThan(100);
+    // Milliseconds, not microseconds or seconds: far from 2 ms on a busy machine too.
+    expect(result.p50).toBeLessThan(2_000);
     expect(result.p99).toBeGreaterThanOrEqual(result.p50);
 
     await expect(runPgbench(inject('postgresUrl')!, sql`SELECT 1 / (CASE WHEN ${'a'}::text = 'b' THEN 1 ELSE 0 END)`, 1, 1)).rejects.toThrow(/division by zero/);

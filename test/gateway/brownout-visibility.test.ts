@@ -44,6 +44,7 @@ describe.each(backends())('brownouts on every surface that shows the sunset [%s]
     expect(response.status).toBe(200);
     return response.text();
   };
+  const v2Employees = () => fetch(`${s.baseUrl}/v2/employees`, { headers: { 'x-api-key': rawKey } });
   const gauge = async (name: string) => (await s.core.metrics.registry.getSingleMetric(name)!.get()).values.map((v) => [v.labels, v.value]);
 
   describe('during the first window', () => {
@@ -52,7 +53,7 @@ describe.each(backends())('brownouts on every surface that shows the sunset [%s]
     });
 
     it('answers v2 with 410 v2_brownout and Retry-After: the seconds to the window’s end', async () => {
-      const response = await fetch(`${s.baseUrl}/v2/employees`, { headers: { 'x-api-key': rawKey } });
+      const response = await v2Employees();
       expect(response.status).toBe(410);
       expect(response.headers.get('retry-after')).toBe(String(90 * 60));
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('v2_brownout');
@@ -88,7 +89,7 @@ describe.each(backends())('brownouts on every surface that shows the sunset [%s]
     });
 
     it('still answers v2', async () => {
-      const response = await fetch(`${s.baseUrl}/v2/employees`, { headers: { 'x-api-key': rawKey } });
+      const response = await v2Employees();
       expect(response.status).toBe(200);
       expect(response.headers.get('retry-after')).toBeNull();
     });

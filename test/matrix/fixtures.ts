@@ -1,4 +1,5 @@
 import type { Target } from './expectations.js';
+import { officeAddress } from '../helpers/bodies.js';
 
 /*
  * One valid input per operation and per v2 route. `owner` targets a record the demo admin
@@ -59,16 +60,7 @@ const company = (addressing: Target['addressing']): Target => ({ addressing, res
 const NONE = company('none');
 
 const newDevice = (w: World) => ({ serialNumber: w.unique('SN-MX'), productType: 'Laptops', manufacturer: 'Lenovo', model: 'ThinkPad T14' });
-const address = (w: World) => ({
-  alias: w.unique('Matrix office'),
-  address: '1 Test St',
-  city: 'Berlin',
-  zipCode: '10115',
-  country: 'DE',
-  contactName: 'Tess Test',
-  contactEmail: 'tess@acme.example',
-  phone: '+49 30 5550 199',
-});
+const address = (w: World) => officeAddress(w.unique('Matrix office'));
 
 export const FIXTURES: Record<string, Fixture> = {
   whoami: { target: NONE, owner: () => ({}) },

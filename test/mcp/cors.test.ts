@@ -19,6 +19,13 @@ describe('CORS on the MCP endpoint and the discovery documents', () => {
   });
   afterAll(() => s.close());
 
+  /** A 2025-11-25 initialize from a page of `origin`, with the API key when given. */
+  const initializeFrom = (origin: string, apiKey?: string) =>
+    fetch(s.mcpUrl, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, origin, ...(apiKey === undefined ? {} : { 'x-api-key': apiKey }) },
+      body: JSON.stringify(initializeBody('2025-11-25')),
+    });
   const preflight = (path: string, origin: string) =>
     fetch(`${s.baseUrl}${path}`, {
       method: 'OPTIONS',
@@ -44,17 +51,13 @@ describe('CORS on the MCP endpoint and the discovery documents', () => {
   );
 
   it('lets an allowed origin read the session id and the protocol headers of /mcp, and a 401’s challenge', async () => {
-    const opened = await fetch(s.mcpUrl, {
-      method: 'POST',
-      headers: { ...MCP_HEADERS, origin: PAGE, 'x-api-key': s.demo.apiKeys.admin },
-      body: JSON.stringify(initializeBody('2025-11-25')),
-    });
+    const opened = await initializeFrom(PAGE, s.demo.apiKeys.admin);
     expect(opened.status).toBe(200);
     expect(opened.headers.get('access-control-allow-origin')).toBe(PAGE);
     expect(opened.headers.get('access-control-expose-headers')).toBe('Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After');
     expect(opened.headers.get('mcp-session-id')).toBeTruthy();
 
-    const unauthenticated = await fetch(s.mcpUrl, { method: 'POST', headers: { ...MCP_HEADERS, origin: ALLOWED }, body: JSON.stringify(initializeBody('2025-11-25')) });
+    const unauthenticated = await initializeFrom(ALLOWED);
     expect(unauthenticated.status).toBe(401);
     expect(unauthenticated.headers.get('access-control-allow-origin')).toBe(ALLOWED);
     expect(unauthenticated.headers.get('www-authenticate')).toMatch(/^Bearer /);
@@ -77,11 +80,7 @@ describe('CORS on the MCP endpoint and the discovery documents', () => {
   });
 
   it('gives another origin no CORS, and /mcp still refuses it (DNS rebinding)', async () => {
-    const response = await fetch(s.mcpUrl, {
-      method: 'POST',
-      headers: { ...MCP_HEADERS, origin: EVIL, 'x-api-key': s.demo.apiKeys.admin },
-      body: JSON.stringify(initializeBody('2025-11-25')),
-    });
+    const response = await initializeFrom(EVIL, s.demo.apiKeys.admin);
     expect(response.status).toBe(403);
     expect(response.headers.get('access-control-allow-origin')).toBeNull();
     const metadata = await fetch(`${s.baseUrl}/.well-known/oauth-authorization-server`, { headers: { origin: EVIL } });

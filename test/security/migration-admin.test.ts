@@ -7,6 +7,7 @@ import { defaultMappingsDir, loadMappings, type Mappings } from '../../src/gatew
 import { backends, client, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { csrfOf, DEMO_PASSWORD, FormBrowser } from '../oauth/support.js';
 import { isolatedEnv, svc } from '../cli/svc-runner.js';
+import { officeAddress } from '../helpers/bodies.js';
 
 /*
  * Hostile review of the migration's administration: a successor key (an integration's non-personal
@@ -102,14 +103,7 @@ describe.each(backends())('migration administration [%s]', (backend) => {
       expect((await successor.get('/v4/company/addresses')).status).toBe(200);
       const created = await successor.post('/v4/company/addresses', {
         companyId: s.demo.companies.acme,
-        alias: `Integration office ${backend}`,
-        address: '1 Test St',
-        city: 'Berlin',
-        zipCode: '10115',
-        country: 'DE',
-        contactName: 'Tess Test',
-        contactEmail: 'tess@acme.example',
-        phone: '+49 30 5550 199',
+        ...officeAddress(`Integration office ${backend}`),
       });
       expect(created.status).toBe(201);
       expect((await successor.get('/v4/me')).body.data.user).toMatchObject({ role: 'admin', nonPersonal: true });

@@ -33,6 +33,9 @@ describe.each(backends())('order-device-scope: order reads show only the devices
     return envelope.data;
   };
   const post = (orderId: string, ...events: unknown[]) => events.reduce<Promise<unknown>>((done, event) => done.then(() => ok(keys.admin, `/v4/orders/${orderId}/events`, event)), Promise.resolve());
+  /** An order that takes the device back from the employee into company stock. */
+  const backToStock = async (orderType: 'Offboarding' | 'Collection', employeeId: string, productId: string): Promise<string> =>
+    (await ok(keys.admin, '/v4/orders', { orderType, employeeId, productIds: [productId], dispositions: [{ productId, action: 'return_to_stock' }] })).id;
   const device = async (id: string) => ({
     id,
     serial: (await t.core.db.query<{ serial: string }>(sql`SELECT serial_number AS serial FROM devices WHERE id = ${id}`))[0]!.serial,
@@ -62,14 +65,7 @@ describe.each(backends())('order-device-scope: order reads show only the devices
     ids.accessory = (await ok(keys.admin, `/v4/orders/${ids.deployment}/accessories`, { productId: usLaptop.id })).subOrders[0].id;
 
     // Erik's laptop handed back into stock in SE, outside Mia's region.
-    ids.offboarding = (
-      await ok(keys.admin, '/v4/orders', {
-        orderType: 'Offboarding',
-        employeeId: employees.erik,
-        productIds: [erikLaptop.id],
-        dispositions: [{ productId: erikLaptop.id, action: 'return_to_stock' }],
-      })
-    ).id;
+    ids.offboarding = await backToStock('Offboarding', employees.erik, erikLaptop.id);
     await post(ids.offboarding, { type: 'status', status: 'In Progress' }, { type: 'device', productId: erikLaptop.id, status: 'received' }, { type: 'status', status: 'Completed' });
 
     // US stock for Erik that went to repair before shipping: the SLA names what is missing.
@@ -78,14 +74,7 @@ describe.each(backends())('order-device-scope: order reads show only the devices
     await t.core.db.query(sql`UPDATE devices SET status = 'In Repair' WHERE id = ${usLaptop2}`);
 
     // Eve's phone collected back into company stock.
-    ids.collection = (
-      await ok(keys.admin, '/v4/orders', {
-        orderType: 'Collection',
-        employeeId: employees.eve,
-        productIds: [evePhone.id],
-        dispositions: [{ productId: evePhone.id, action: 'return_to_stock' }],
-      })
-    ).id;
+    ids.collection = await backToStock('Collection', employees.eve, evePhone.id);
     await post(ids.collection, { type: 'status', status: 'In Progress' }, { type: 'status', status: 'Completed' });
   });
   afterAll(async () => {
