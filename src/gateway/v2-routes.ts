@@ -17,7 +17,7 @@ import { resolveLegacyKey, type LegacyKeyResolution } from './legacy-keys.js';
 import { entryMatches, scopeEntryFor, type LookupTopic, type Route } from './mappings.js';
 import { shadowCheckOf } from './shadow-check.js';
 import { Translation, type Doc, type SharedLookup } from './translate.js';
-import { inProcessV4, type V4Client } from './v4-client.js';
+import { inProcessV4, type V4Client, type V4ClientFor } from './v4-client.js';
 
 /*
  * The v2 API, served from the maps: every route of mappings/v2-routes.yaml is translated to v4
@@ -95,9 +95,9 @@ function legacyKeyHeader(request: FastifyRequest): string {
 }
 
 /** The legacy key `raw` the request sent, active; a known key's id (a disabled one's too) goes on the request's log line. */
-async function activeKey(core: Core, legacyKeys: LegacyKeyCache, request: FastifyRequest, raw: string): Promise<ActiveKey> {
+async function activeKey(core: Core, legacyKeys: LegacyKeyCache, request: FastifyRequest, raw: string, asOf: number): Promise<ActiveKey> {
   // Unknown keys are not cached, so a newly registered key works at once and guessing fills nothing.
-  const key = await legacyKeys.get(hashSecret(raw), () => resolveLegacyKey(core, raw), (found) => found.status !== 'unknown');
+  const key = await legacyKeys.get(hashSecret(raw), () => resolveLegacyKey(core, raw), (found) => found.status !== 'unknown', asOf);
   if (key.status === 'unknown') throw unauthorized('invalid_api_key', 'The API key is unknown');
   if (key.status === 'disabled') {
     noteCaller(request, { legacyKeyId: key.legacyKeyId });
@@ -221,13 +221,17 @@ function answerV2Error(error: FastifyError | Error, request: FastifyRequest, rep
   void sendV2Error(request, reply, appError);
 }
 
-export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (requestId: string) => V4Client = inProcessV4(core)): void {
+export function registerV2Routes(app: FastifyInstance, core: Core, v4For: V4ClientFor = inProcessV4(core)): void {
   const { sunset, scopes } = core.mappings;
   // Disabling a key, or revoking its bridge key or user, drops the cache on every instance (see ChangeFeed).
   const legacyKeys: LegacyKeyCache = new TopicCache(core.changes, 'credentials');
   // A key's access changing drops its lookups too.
   const lookupCaches: Record<LookupTopic, TopicCache<unknown>> = { teams: new TopicCache(core.changes, ['teams', 'credentials']) };
-  const shared: SharedLookup = (topic, key, load) => lookupCaches[topic].get(key, load);
+  // One request's lookups trust what is cached as of its arrival, as its key's lookup did.
+  const sharedAsOf =
+    (asOf: number): SharedLookup =>
+    (topic, key, load) =>
+      lookupCaches[topic].get(key, load, undefined, asOf);
   const shadow = shadowCheckOf(core);
   for (const route of core.mappings.routes) {
     const routeLabel = `${route.method} ${route.path}`;
@@ -255,8 +259,9 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
       },
       errorHandler: answerV2Error,
       handler: async (request, reply) => {
+        const asOf = performance.now();
         const rawKey = legacyKeyHeader(request);
-        const key = await activeKey(core, legacyKeys, request, rawKey);
+        const key = await activeKey(core, legacyKeys, request, rawKey, asOf);
         if (!key.scopes.some((held) => entryMatches(held, route.scope))) {
           throw forbidden('missing_scope', `This legacy key lacks the v2 scope ${route.scope}, which ${routeLabel} requires`, {
             required: route.scope,
@@ -270,7 +275,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
             route.kind === 'passthrough'
               ? await forwardToLegacy(core, route, request, rawKey)
               : await shadow.translated(request, { route, key: { legacyKeyId: key.legacyKeyId, companyId: key.companyId, rawKey }, legacyUrl: legacyV2Url(core, route, request) }, () =>
-                  serveV4(core, v4For(request.id), route, key, restInput(route.method, request), shared),
+                  serveV4(core, v4For(request.id, asOf), route, key, restInput(route.method, request), sharedAsOf(asOf)),
                 );
         } finally {
           core.legacyUsage.record(key.legacyKeyId, routeLabel, route.scope, core.now());
@@ -284,7 +289,7 @@ export function registerV2Routes(app: FastifyInstance, core: Core, v4For: (reque
   // The integration owner's entry point: the key's own plan. Answered during brownouts too (it is how the
   // owner learns of them), never counted as v2 usage (reading the plan must not keep a key from going quiet).
   app.get(`${sunset.prefix}${OWNER_PLAN_PATH}`, { errorHandler: answerV2Error }, async (request) => {
-    const key = await activeKey(core, legacyKeys, request, legacyKeyHeader(request));
+    const key = await activeKey(core, legacyKeys, request, legacyKeyHeader(request), performance.now());
     return buildOwnerPlan(core, key);
   });
 }

@@ -19,6 +19,12 @@ export interface V4Client {
   call(operation: string, input: Record<string, unknown>, apiKey: string): Promise<{ status: number; body: V4Envelope }>;
 }
 
+/**
+ * The client of one v2 request: `asOf` is its arrival (performance.now()), so a credential it finds
+ * cached is trusted once every change committed before then has been heard, not again per lookup.
+ */
+export type V4ClientFor = (requestId: string, asOf: number) => V4Client;
+
 function failure(error: AppError): { status: number; body: V4Envelope } {
   const { status, code, message, details } = error;
   return { status, body: { ok: false, error: { code, message, ...(details === undefined ? {} : { details }) } } };
@@ -33,16 +39,17 @@ function failure(error: AppError): { status: number; body: V4Envelope } {
  * never comes from a caller, so the lookup reveals nothing. The bridge key's own last use is then
  * written only on a load; the legacy key's, which the cutover reads, is still recorded per call.
  */
-export function inProcessV4(core: Core): (requestId: string) => V4Client {
+export function inProcessV4(core: Core): V4ClientFor {
   const principals = new TopicCache<Principal>(core.changes, 'credentials');
-  const principalOf = (apiKey: string) => principals.get(apiKey, () => core.auth.authenticate({ 'x-api-key': apiKey }));
-  return (requestId) => ({
+  const principalOf = (apiKey: string, asOf: number) =>
+    principals.get(apiKey, () => core.auth.authenticate({ 'x-api-key': apiKey }), undefined, asOf);
+  return (requestId, asOf) => ({
     async call(operation, input, apiKey) {
       const op = domainOperationByName(operation);
       // The maps were checked against the operation table at start, so this is our fault, not the caller's.
       if (!op) throw new Error(`v4 operation ${operation} is not in the operation table`);
       try {
-        const principal = await principalOf(apiKey);
+        const principal = await principalOf(apiKey, asOf);
         const data = await invokeOperation(op, { core, principal, requestId }, input);
         return { status: op.successStatus, body: { ok: true, data } };
       } catch (error) {

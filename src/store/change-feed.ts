@@ -15,10 +15,11 @@ export interface ChangeFeed {
   /** False while notifications may be missed (listener reconnecting): caches must not serve then. */
   readonly live: boolean;
   /**
-   * Resolves once every change committed before the call, by any process, has been heard; undefined
-   * when that is always so already (one process). Rejects when it cannot be known.
+   * Resolves once every change committed before `asOf` (performance.now(); default: the call), by any
+   * process, has been heard; undefined when that is so already (always, in one process). Rejects when
+   * it cannot be known.
    */
-  caughtUp(): Promise<void> | undefined;
+  caughtUp(asOf?: number): Promise<void> | undefined;
   /** Moves on every change of the topic: a value loaded across a move may be stale and is not kept. */
   generation(topic: ChangeTopic): number;
   subscribe(topic: ChangeTopic, onChange: () => void): void;
@@ -60,7 +61,7 @@ export async function openChangeFeed(db: Db, logger: Logger): Promise<ChangeFeed
     get live() {
       return live;
     },
-    caughtUp: () => listening.caughtUp?.(),
+    caughtUp: (asOf) => listening.caughtUp?.(asOf),
     generation: (topic) => generations.get(topic)!,
     subscribe: (topic, onChange) => {
       subscribers.get(topic)!.push(onChange);
@@ -95,12 +96,13 @@ export class TopicCache<V> {
   /**
    * The cached value of `key`, or `load()`'s; `keep` decides which loaded values are worth caching. A hit
    * is on the hot path of every authenticated request and every v2 lookup: where the feed cannot lag
-   * (one process) it is answered at once, with no promise; elsewhere once the feed has caught up.
+   * (one process) it is answered at once, with no promise; elsewhere once the feed has caught up with
+   * `asOf`, the arrival of the request (so its later lookups wait for nothing more).
    */
-  get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): V | Promise<V> {
+  get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true, asOf?: number): V | Promise<V> {
     const hit = this.hit(key);
     if (hit === undefined) return this.loadInto(key, load, keep);
-    const caughtUp = this.feed.caughtUp();
+    const caughtUp = this.feed.caughtUp(asOf);
     if (!caughtUp) return hit;
     // A change heard meanwhile has emptied the entry; a feed that cannot tell is not trusted.
     return caughtUp.then(

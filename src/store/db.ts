@@ -29,11 +29,12 @@ export interface Db extends Queryable {
 
 export interface Listening {
   /**
-   * Resolves once every notification of a commit made before the call has been delivered; rejects when
-   * that cannot be known (the listening connection is lost or stalled). Absent where notifications
-   * cannot lag behind commits: one process, whose own commits are heard before they return.
+   * Resolves once every notification of a commit made before `asOf` (performance.now(); default: the
+   * call) has been delivered; undefined when that is already known. Rejects when it cannot be known (the
+   * listening connection is lost or stalled). Absent where notifications cannot lag behind commits: one
+   * process, whose own commits are heard before they return.
    */
-  caughtUp?(): Promise<void>;
+  caughtUp?(asOf?: number): Promise<void> | undefined;
   stop(): Promise<void>;
 }
 
@@ -292,15 +293,21 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       // A heartbeat finds a half-open connection (no 'end' ever comes), which would otherwise leave caches trusted.
       let stopped = false;
       let current: { client: InstanceType<typeof pg.Client>; heartbeat: NodeJS.Timeout; lose: () => void } | undefined;
+      // When the latest answered round trip was sent: every commit before it has been heard.
+      let heardUpTo = -Infinity;
       // A round trip on the listening connection, bounded: what stalls it is treated as a lost connection.
       // The timer is cleared on the answer: round trips run on the request path, one per cache hit.
       const roundTrip = (target: NonNullable<typeof current>) => {
+        const sentAt = performance.now();
         let timer: NodeJS.Timeout | undefined;
         const timeout = new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error('change listener did not answer')), HEARTBEAT_TIMEOUT_MS).unref();
         });
         return Promise.race([target.client.query('SELECT 1'), timeout]).then(
-          () => clearTimeout(timer),
+          () => {
+            clearTimeout(timer);
+            heardUpTo = Math.max(heardUpTo, sentAt);
+          },
           (error: unknown) => {
             clearTimeout(timer);
             target.lose();
@@ -345,10 +352,12 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       await connect(0);
       // The backend sends pending notifications before the answer to a query it reads after they were
       // signalled, so a query sent after a commit elsewhere returns after that commit's notification.
-      // Callers arriving before a round trip is sent share it; later ones wait for the next.
+      // Callers arriving before a round trip is sent share it; later ones wait for the next. A caller
+      // asking as of an earlier moment (its request's arrival) needs none if one was sent since.
       let unsent: Promise<void> | undefined;
       let previous: Promise<unknown> = Promise.resolve();
-      const caughtUp = () => {
+      const caughtUp = (asOf = performance.now()) => {
+        if (heardUpTo >= asOf) return undefined;
         if (unsent) return unsent;
         const mine = previous.then(() => {
           unsent = undefined;

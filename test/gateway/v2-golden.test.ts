@@ -66,7 +66,7 @@ async function startGateway(
     const app = baseApp(t.core);
     registerRestRoutes(app, t.core);
     const v4For = inProcessV4(t.core);
-    registerV2Routes(app, t.core, (requestId) => recorder.wrap(v4For(requestId)));
+    registerV2Routes(app, t.core, (requestId, asOf) => recorder.wrap(v4For(requestId, asOf)));
     await app.ready();
     return { app, core: t.core, close: () => app.close() };
   }

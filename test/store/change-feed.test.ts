@@ -80,6 +80,20 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed across in
     }
   });
 
+  it("waits once per request: a later lookup as of the request's arrival needs no second round trip", async () => {
+    const asOf = performance.now();
+    await other.changes.caughtUp(asOf);
+    expect(other.changes.caughtUp(asOf)).toBeUndefined();
+    // A moment after the last round trip was sent is not covered: a revocation then must still be heard.
+    const key = await keyWith(t, 'admin', ['mcp:teams:read']);
+    await me(other, key);
+    await revokeKey(t.core.db, parseApiKey(key)!.keyId);
+    const later = other.changes.caughtUp(performance.now());
+    expect(later).toBeInstanceOf(Promise);
+    await later;
+    await expect(me(other, key)).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+  });
+
   it('drops a key revoked by another instance when the notification arrives', async () => {
     const key = await keyWith(t, 'admin', ['mcp:teams:read']);
     await me(other, key);
