@@ -71,6 +71,11 @@ export const ConfigSchema = z.object({
   redisUrl: z.url({ protocol: /^rediss?$/ }).optional(),
   /** Prefix of every Redis key, so that several deployments (or test runs) can share one Redis. */
   redisKeyPrefix: z.string().min(1).max(64).default('svc:'),
+  /**
+   * On SIGTERM, how long the instance keeps serving with /readyz answering 503 before it stops listening:
+   * at least what a balancer's health checks take to mark it down (interval × failures), with a margin.
+   */
+  shutdownDrainMs: z.coerce.number().int().min(0).max(300_000).default(10_000),
   /** On SIGTERM, how long in-flight requests may take to finish before their connections are cut. */
   shutdownGraceMs: z.coerce.number().int().min(0).max(300_000).default(10_000),
   /**
@@ -125,6 +130,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   sessionTtl: 'SESSION_TTL',
   redisUrl: 'REDIS_URL',
   redisKeyPrefix: 'REDIS_KEY_PREFIX',
+  shutdownDrainMs: 'SHUTDOWN_DRAIN_MS',
   shutdownGraceMs: 'SHUTDOWN_GRACE_MS',
   trustProxy: 'TRUST_PROXY',
   metricsToken: 'METRICS_TOKEN',

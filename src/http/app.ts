@@ -11,6 +11,7 @@ import { registerCutover } from '../gateway/cutover.js';
 import { registerOAuthRoutes } from '../oauth/routes.js';
 import { registerPages } from '../pages/index.js';
 import { registerMcp } from '../mcp/endpoint.js';
+import { isDraining } from './drain.js';
 import { readiness } from './health.js';
 import { registerMetrics } from './metrics-route.js';
 import { BODY_LIMIT_BYTES, errorBody, sendError, toAppError } from './errors.js';
@@ -70,6 +71,11 @@ export function baseApp(core: Core): FastifyInstance {
 
   app.get('/healthz', async () => ({ ok: true }));
   app.get('/readyz', async (request, reply) => {
+    if (isDraining(app.server)) {
+      const stopping = new AppError(503, 'draining', 'Draining before a stop: still serving, but send new requests elsewhere');
+      noteErrorCode(request, stopping.code);
+      return reply.status(503).send({ ...errorBody(request.id, stopping), status: 'draining' });
+    }
     const { status, checks, degraded } = await readiness(core);
     if (status === 'ready') return { ok: true, status, checks };
     // Degraded still serves: a balancer must keep the instance (see Readiness).

@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlOf, ConfigError, type Config } from '../config.js';
 import type { Core } from '../core.js';
+import { startDraining } from './drain.js';
 
 // Of the grace, requests that hold out leave a fifth, at most this, to close the store and write the last log lines.
 const CLOSING_RESERVE_MAX_MS = 2000;
@@ -47,12 +48,14 @@ export async function ensureCanListen(config: Config): Promise<void> {
 }
 
 /**
- * Listens until SIGINT or SIGTERM, then drains and exits within SHUTDOWN_GRACE_MS, whatever hangs: no new
- * requests (503); in-flight ones finish while more than the closing reserve (a fifth of the grace, at most
- * 2 s) is left, then their connections are cut; the store closes (usage flushed, shared state and database
- * closed); the log lines still buffered get the time left, so a log reader that stalls cannot hold the
- * process. Exits 0, or 1 if closing failed or outlasted the grace. A second signal exits at once.
- * Returns the URL it serves.
+ * Listens until SIGTERM or SIGINT, then stops within SHUTDOWN_DRAIN_MS + SHUTDOWN_GRACE_MS, whatever hangs.
+ * SIGTERM (a supervisor's stop) first drains: for the drain delay it keeps serving while /readyz answers
+ * 503 and every answer closes its connection; SIGINT (a person at a terminal) skips that. Then it stops
+ * listening and closes idle connections; in-flight requests finish while more than the closing reserve (a
+ * fifth of the grace, at most 2 s) is left, then their connections are cut; the store closes (usage
+ * flushed, shared state and database closed); the log lines still buffered get the time left, so a log
+ * reader that stalls cannot hold the process. Exits 0, or 1 if closing failed or outlasted the grace. A
+ * second signal exits at once. Returns the URL it serves.
  */
 export async function listenUntilSignalled(app: FastifyInstance, core: Core, config: Config): Promise<string> {
   let stopping = false;
@@ -62,6 +65,12 @@ export async function listenUntilSignalled(app: FastifyInstance, core: Core, con
       process.exit(1);
     }
     stopping = true;
+    const drainMs = signal === 'SIGTERM' ? config.shutdownDrainMs : 0;
+    if (drainMs > 0) {
+      core.logger.info({ signal, drainMs }, 'draining: /readyz answers 503 while requests are still served');
+      startDraining(app.server);
+      await new Promise((resolve) => setTimeout(resolve, drainMs));
+    }
     const graceMs = config.shutdownGraceMs;
     const deadline = Date.now() + graceMs;
     const timeLeft = () => Math.max(0, deadline - Date.now());

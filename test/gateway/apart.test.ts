@@ -45,7 +45,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     await adminQuery(`CREATE SCHEMA ${schema}`);
     const url = new URL(inject('postgresUrl'));
     url.searchParams.set('options', `-c search_path=${schema}`);
-    env = { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: url.toString(), SVC_SECRET_KEY: TEST_SECRET_KEY };
+    env = { ...process.env, LOG_LEVEL: 'warn', SHUTDOWN_DRAIN_MS: '0', DATABASE_URL: url.toString(), SVC_SECRET_KEY: TEST_SECRET_KEY };
     const seeded = runCommandSync(['seed', '--demo', '--json'], env);
     expect(seeded.status, seeded.stderr).toBe(0);
     demo = JSON.parse(seeded.stdout);

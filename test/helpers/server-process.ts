@@ -73,7 +73,7 @@ export class ServerProcess {
   private stderrText = '';
   private readonly waiters: Array<() => void> = [];
 
-  /** Starts `serve --json` with `args` and `env` (LOG_LEVEL silent unless given); resolves once it listens. */
+  /** Starts `serve --json` with `args` and `env` (LOG_LEVEL silent, SHUTDOWN_DRAIN_MS 0 unless given); resolves once it listens. */
   static async start(args: string[], env: NodeJS.ProcessEnv = {}, options: ServeOptions = {}): Promise<ServerProcess> {
     const { startupMs = 90_000, nodeArgs = [], launcher = [], logToDevNullAt } = options;
     const port = await freePort();
@@ -81,7 +81,8 @@ export class ServerProcess {
     const server = new ServerProcess(
       spawn(command!, commandArgs, {
         cwd: ROOT,
-        env: commandEnv({ LOG_LEVEL: logToDevNullAt ?? 'silent', ...env }),
+        // No drain before a stop unless a test asks: stopping many servers must not wait for balancers that are not there.
+        env: commandEnv({ LOG_LEVEL: logToDevNullAt ?? 'silent', SHUTDOWN_DRAIN_MS: '0', ...env }),
         stdio: ['ignore', logToDevNullAt ? 'ignore' : 'pipe', 'pipe'],
       }),
     );

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
-import { afterAll, describe, expect, it } from 'vitest';
+import { connect, type Socket } from 'node:net';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
 import { sql, type Sql } from '../../src/store/sql.js';
@@ -104,5 +105,93 @@ describe('svc-server serve: graceful shutdown on SIGTERM', () => {
     expect(employee?.display_name).toBe('Renamed During Shutdown');
     expect(await v2CallsRecorded(dataDir)).toBe(usageBefore + 1);
     // Four processes start one after the other (seed, count, serve, check), each migrating the store.
+  }, 120_000);
+});
+
+/** One HTTP/1.1 connection driven by hand, so that the test sees what the server does with it between requests. */
+class RawConnection {
+  private buffered = '';
+  private readonly waiters: Array<() => void> = [];
+  readonly closed: Promise<void>;
+  private readonly socket: Socket;
+
+  constructor(url: string) {
+    const { hostname, port } = new URL(url);
+    this.socket = connect(Number(port), hostname);
+    this.socket.setEncoding('utf8');
+    this.socket.on('data', (chunk: string) => {
+      this.buffered += chunk;
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+    this.closed = new Promise((resolve) => this.socket.once('close', () => resolve()));
+  }
+
+  /** Sends GET `path` on this connection; resolves with the answer's status and headers (lower-cased names). */
+  async get(path: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+    this.socket.write(`GET ${path} HTTP/1.1\r\nHost: test\r\n\r\n`);
+    for (;;) {
+      const end = this.buffered.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        const [statusLine, ...lines] = this.buffered.slice(0, end).split('\r\n');
+        const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+        const length = Number(headers['content-length'] ?? 0);
+        if (this.buffered.length >= end + 4 + length) {
+          const body = this.buffered.slice(end + 4, end + 4 + length);
+          this.buffered = this.buffered.slice(end + 4 + length);
+          return { status: Number(statusLine!.split(' ')[1]), headers, body };
+        }
+      }
+      await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), this.closed.then(() => Promise.reject(new Error('connection closed')))]);
+    }
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}
+
+describe('svc-server serve: the drain before a stop', () => {
+  let server: ServerProcess | undefined;
+  afterEach(() => server?.kill9());
+
+  it('on SIGTERM keeps serving while /readyz answers 503, each answer closing its connection', async () => {
+    // A drain far longer than the test: everything below happens inside it.
+    server = await ServerProcess.start(['--data-dir', 'memory://', '--log-level', 'info'], { SHUTDOWN_DRAIN_MS: '300000' });
+    const { url } = server.summary;
+    const before = new RawConnection(url);
+    expect((await before.get('/readyz')).status).toBe(200);
+    expect((await before.get('/healthz')).headers.connection).toBe('keep-alive');
+
+    server.child.kill('SIGTERM');
+    await server.until(() => server!.logs.some((line) => line.msg?.startsWith('draining') === true), 'it logged the drain');
+    const ready = await before.get('/readyz');
+    expect(ready.status).toBe(503);
+    expect(JSON.parse(ready.body)).toMatchObject({ ok: false, status: 'draining', error: { code: 'draining' } });
+    expect(ready.headers.connection).toBe('close');
+    await before.closed;
+    // Still listening and serving: a new connection is answered, and closed after its answer.
+    const during = new RawConnection(url);
+    const served = await during.get('/healthz');
+    expect(served.status).toBe(200);
+    expect(served.headers.connection).toBe('close');
+    await during.closed;
+  }, 120_000);
+
+  it('then closes idle kept-alive connections and, idle, exits 0 without cutting a request', async () => {
+    // A grace far longer than the test: a stop that waited on the idle connection would be cut, and say so.
+    server = await ServerProcess.start(['--data-dir', 'memory://', '--log-level', 'info'], { SHUTDOWN_DRAIN_MS: '200', SHUTDOWN_GRACE_MS: '300000' });
+    const idle = new RawConnection(server.summary.url);
+    expect((await idle.get('/healthz')).headers.connection).toBe('keep-alive');
+    expect(await server.stop()).toBe(0);
+    await idle.closed;
+    expect(server.logs.some((line) => line.msg === 'stopped')).toBe(true);
+    expect(server.logs.filter((line) => line.msg?.startsWith('in-flight requests outlasted'))).toEqual([]);
+  }, 120_000);
+
+  it('skips the drain on SIGINT, a person at a terminal', async () => {
+    server = await ServerProcess.start(['--data-dir', 'memory://', '--log-level', 'info'], { SHUTDOWN_DRAIN_MS: '300000' });
+    server.child.kill('SIGINT');
+    expect(await server.exited).toBe(0);
+    expect(server.logs.some((line) => line.msg?.startsWith('draining') === true)).toBe(false);
   }, 120_000);
 });
