@@ -36,9 +36,9 @@ export interface Core extends DomainDeps {
   /** The OAuth 2.1 authorization server of MCP clients (issuer, MCP resource URL, oidc-provider). */
   oauth: OAuthServer;
   /** The gateway's per-legacy-key call counts, written in batches. */
-  legacyUsage: UsageRecorder;
+  legacyUsage: Pick<UsageRecorder, 'record' | 'flush'>;
   /** Each API key's first successful v4 call (a successor key observed working). */
-  keyFirstUse: FirstUseRecorder;
+  keyFirstUse: Pick<FirstUseRecorder, 'record' | 'settled'>;
   /** Rate limits and session records every instance shares: Redis when REDIS_URL is set. */
   shared: SharedState;
   close(): Promise<void>;

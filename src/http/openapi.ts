@@ -6,6 +6,7 @@ import type { Core } from '../core.js';
 import { buildV2OpenApiDocument } from '../gateway/v2-openapi.js';
 import { OPERATIONS } from '../operations/index.js';
 import type { AnyOperation } from '../operations/operation.js';
+import { IDEMPOTENCY_TTL_HOURS } from './idempotency.js';
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
 
@@ -41,6 +42,14 @@ function withoutParams(schema: JsonSchema, names: string[]): JsonSchema {
   return { ...schema, properties, required: (schema.required ?? []).filter((n) => !names.includes(n)) };
 }
 
+const IDEMPOTENCY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description: `Makes a retry safe: a retry with the same key and body gets the first answer (header \`Idempotent-Replayed: true\`) instead of a second write; the same key with another body is refused (422 \`idempotency_key_reused\`). Per user, kept ${IDEMPOTENCY_TTL_HOURS} hours; 1 to 255 visible ASCII characters.`,
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' } as JsonSchema,
+};
+
 function operationObject(op: AnyOperation) {
   const input = jsonSchema(op.input, 'input');
   const inPath = pathParams(op.path);
@@ -56,6 +65,7 @@ function operationObject(op: AnyOperation) {
       description: typeof schema.description === 'string' ? schema.description : undefined,
       schema,
     }));
+  if (op.method !== 'GET') parameters.push(IDEMPOTENCY_PARAMETER);
   const errors = (codes: number[]) =>
     Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/Error${c}` }]));
   return {
@@ -88,7 +98,7 @@ function operationObject(op: AnyOperation) {
           },
         },
       },
-      ...errors([400, 401, 403, 404, 409]),
+      ...errors(op.method === 'GET' ? [400, 401, 403, 404, 409] : [400, 401, 403, 404, 409, 422]),
     },
   };
 }
@@ -127,6 +137,7 @@ export function buildOpenApiDocument(baseUrl: string) {
         Error403: errorResponse('Missing capability or outside the caller’s scope'),
         Error404: errorResponse('Not found (or not visible to the caller)'),
         Error409: errorResponse('Conflict, such as a duplicate team name'),
+        Error422: errorResponse('An Idempotency-Key used before for another request, or input that breaks a business rule'),
       },
     },
   };

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
 import { badRequest } from '../errors.js';
 import { OPERATIONS } from '../operations/index.js';
-import { invokeOperation, type AnyOperation } from '../operations/operation.js';
+import { invokeOperation, requireAccess, type AnyOperation } from '../operations/operation.js';
+import { fingerprintOf, idempotencyKeyOf, IdempotentWrites } from './idempotency.js';
 import { notePrincipal } from './request-log.js';
 
 /** The REST input of a call: path parameters plus the query (GET) or the JSON body (writes). The v2 gateway builds its document the same way. */
@@ -19,6 +20,7 @@ export function restInput(method: AnyOperation['method'], request: FastifyReques
 }
 
 export function registerRestRoutes(app: FastifyInstance, core: Core): void {
+  const idempotent = new IdempotentWrites(core);
   for (const op of OPERATIONS) {
     app.route({
       method: op.method,
@@ -26,8 +28,22 @@ export function registerRestRoutes(app: FastifyInstance, core: Core): void {
       handler: async (request, reply) => {
         const principal = await core.auth.authenticate(request.headers);
         notePrincipal(request, principal);
-        const data = await invokeOperation(op, { core, principal, requestId: request.id }, restInput(op.method, request));
-        return reply.status(op.successStatus).send({ ok: true, data, meta: { requestId: request.id } });
+        const input = restInput(op.method, request);
+        const answer = async (on: Core) => {
+          const data = await invokeOperation(op, { core: on, principal, requestId: request.id }, input);
+          return { status: op.successStatus, body: { ok: true, data, meta: { requestId: request.id } } };
+        };
+        // Reads ignore the header: repeating one is harmless already.
+        const key = op.method === 'GET' ? undefined : idempotencyKeyOf(request);
+        if (key === undefined) {
+          const { status, body } = await answer(core);
+          return reply.status(status).send(body);
+        }
+        // Checked before a replay too: a credential or role narrowed since gets no stored answer.
+        requireAccess(principal, op, op.name);
+        const done = await idempotent.run(principal.userId, key, fingerprintOf(op.name, input), answer);
+        if (done.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.status(done.status).send(done.body);
       },
     });
   }

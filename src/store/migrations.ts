@@ -526,6 +526,25 @@ ALTER TABLE legacy_keys ADD CONSTRAINT legacy_keys_enabled_by CHECK ((enabled_at
     id: '0018_drop_refresh_grace_uses',
     up: `ALTER TABLE oauth_records DROP COLUMN grace_uses;`,
   },
+  {
+    // A write's first answer per Idempotency-Key and user, replayed to a retry (src/http/idempotency.ts).
+    // The row is inserted in the write's own transaction, so a crash keeps both or neither; the answer is
+    // sealed under SVC_SECRET_KEY (it may hold personal data or a key shown once).
+    id: '0019_idempotency_keys',
+    up: `
+CREATE TABLE idempotency_keys (
+  user_id text NOT NULL,
+  key text NOT NULL,
+  fingerprint text NOT NULL,
+  status integer,
+  sealed_answer text,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (user_id, key)
+);
+CREATE INDEX idempotency_keys_expiry_idx ON idempotency_keys (expires_at);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -5,12 +5,13 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { adminQuery, backends, TEST_SECRET_KEY } from '../helpers/harness.js';
 import { ServerProcess } from '../helpers/server-process.js';
-import { auditStore, danaOf, driveWrites, stockDevices, unreadableWrites, type WriteLog } from './support.js';
+import { auditStore, danaOf, driveWrites, sendWrite, stockDevices, unreadableWrites, type WriteLog } from './support.js';
 
 /*
  * `kill -9` of the server under write load, on an embedded data directory and on PostgreSQL: the
- * restarted server (taking over the dead one's lock) has every acknowledged write, and the store
- * holds nothing half-written.
+ * restarted server (taking over the dead one's lock) has every acknowledged write, each write the kill
+ * cut off is applied exactly once when retried with its Idempotency-Key, and the store holds nothing
+ * half-written.
  */
 
 const LOAD_MS = 1500;
@@ -54,6 +55,17 @@ describe.each(backends())('kill -9 under write load [%s]', (backend) => {
     // The restart takes the dead process's lock over and serves every acknowledged write.
     const second = await ServerProcess.start(args, env);
     expect(await unreadableWrites(second.summary.url, demo.apiKeys.admin!, log), second.stderr()).toEqual([]);
+    // Each write the kill cut off, retried with its key, ends applied exactly once: one applied before the
+    // kill is replayed (without the key its unique name, email or held device would answer 409).
+    const lost = log.refused.filter((r) => r.status === 0);
+    expect(lost.length).toBeGreaterThan(0);
+    for (const { kind, write } of lost) {
+      const retry = await sendWrite(second.summary.url, demo.apiKeys.admin!, write);
+      const body = (await retry.json()) as { data?: { id?: string } };
+      expect(retry.status, `${kind} ${write.key}: ${JSON.stringify(body)}`).toBe(201);
+      log.acknowledged.push({ kind, id: body.data!.id! });
+    }
+    expect(await unreadableWrites(second.summary.url, demo.apiKeys.admin!, log)).toEqual([]);
     expect(await second.stop()).toBe(0);
     // And the store itself holds nothing half-written.
     expect(await auditStore({ dataDir, databaseUrl, secretKey: TEST_SECRET_KEY }, log)).toEqual({ missing: [], halfWritten: [] });

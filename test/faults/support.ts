@@ -5,16 +5,24 @@ import { createCore, type Core } from '../../src/core.js';
 import { raw, sql } from '../../src/store/sql.js';
 
 /*
- * Write load for the fault tests: teams, employees and orders with unique names, every 2xx
- * acknowledgement recorded, so that after the fault each one can be looked for.
+ * Write load for the fault tests: teams, employees and orders with unique names (an order's device is
+ * its own), each with an Idempotency-Key, every 2xx acknowledgement recorded, so that after the fault
+ * each one can be looked for and each failed one retried.
  */
 
 export type WriteKind = 'team' | 'employee' | 'order';
 
+/** A write as sent, with its Idempotency-Key, so that it can be sent again. */
+export interface SentWrite {
+  path: string;
+  key: string;
+  body: unknown;
+}
+
 export interface WriteLog {
   acknowledged: Array<{ kind: WriteKind; id: string }>;
   /** Every non-2xx answer (or network failure: status 0) with its code and whether it said when to retry. */
-  refused: Array<{ kind: WriteKind; status: number; code?: string; retryAfter: string | null }>;
+  refused: Array<{ kind: WriteKind; status: number; code?: string; retryAfter: string | null; write: SentWrite }>;
 }
 
 async function post<T>(url: string, apiKey: string, body: unknown): Promise<T> {
@@ -54,11 +62,21 @@ export async function danaOf(baseUrl: string, apiKey: string): Promise<string> {
  * `concurrency` loops POSTing teams, employees and orders (in turn) to `baseUrl` until `stop()`
  * resolves; each body is unique, so a write is never refused as a duplicate.
  */
+/** POSTs `write` with its Idempotency-Key. */
+export function sendWrite(baseUrl: string, apiKey: string, write: SentWrite): Promise<Response> {
+  return fetch(`${baseUrl}${write.path}`, {
+    method: 'POST',
+    headers: { 'x-api-key': apiKey, 'content-type': 'application/json', 'idempotency-key': write.key },
+    body: JSON.stringify(write.body),
+  });
+}
+
 export async function driveWrites(
   baseUrl: string,
-  options: { apiKey: string; companyId: string; employeeId: string; devices: string[]; concurrency: number; until: Promise<unknown> },
+  options: { apiKey: string; companyId: string; employeeId: string; devices: string[]; concurrency: number; until: Promise<unknown>; log?: WriteLog },
 ): Promise<WriteLog> {
-  const log: WriteLog = { acknowledged: [], refused: [] };
+  // The caller's log, when it watches the writes as they are answered.
+  const log: WriteLog = options.log ?? { acknowledged: [], refused: [] };
   const run = randomBytes(3).toString('hex');
   let stopped = false;
   void options.until.then(() => (stopped = true));
@@ -76,17 +94,14 @@ export async function driveWrites(
     while (!stopped) {
       const i = n++;
       const kind = kinds[i % kinds.length]!;
+      const write = { path: paths[kind], key: `${run}-${i}`, body: bodyOf(kind, i) };
       try {
-        const response = await fetch(`${baseUrl}${paths[kind]}`, {
-          method: 'POST',
-          headers: { 'x-api-key': options.apiKey, 'content-type': 'application/json' },
-          body: JSON.stringify(bodyOf(kind, i)),
-        });
+        const response = await sendWrite(baseUrl, options.apiKey, write);
         const body = (await response.json()) as { data?: { id?: string }; error?: { code?: string } };
         if (response.ok && body.data?.id) log.acknowledged.push({ kind, id: body.data.id });
-        else log.refused.push({ kind, status: response.status, code: body.error?.code, retryAfter: response.headers.get('retry-after') });
+        else log.refused.push({ kind, status: response.status, code: body.error?.code, retryAfter: response.headers.get('retry-after'), write });
       } catch {
-        log.refused.push({ kind, status: 0, retryAfter: null });
+        log.refused.push({ kind, status: 0, retryAfter: null, write });
       }
     }
   };
