@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { API_KEY_PREFIX } from '../src/access/api-keys.js';
 import { CliError, DEFAULT_TIMEOUT_SECONDS, EXIT, exitCodeForStatus, usageError } from './exit-codes.js';
 import type { Target } from './config.js';
@@ -61,9 +63,34 @@ function redirectRefused(method: string, url: URL, response: Response): CliError
 
 const isTimeout = (error: unknown) => error instanceof Error && error.name === 'TimeoutError';
 
+/** Attempts per call: the first and up to three retries, all within the one --timeout. */
+const ATTEMPTS = 4;
+const FIRST_BACKOFF_MS = 250;
+/** The longest Retry-After svc honours; a longer one ends the retries. */
+const MAX_RETRY_AFTER_MS = 5000;
+/** Answers of a proxy or an instance that did not serve the request (a balancer's 502, a draining instance's 503). */
+const RETRIED_STATUSES = new Set([502, 503]);
+
+/** A failure another attempt may cure: the connection, or a 502/503 answer (its Retry-After in ms, if any). */
+class Retryable extends Error {
+  constructor(
+    readonly failure: CliError | { status: number; text: string },
+    readonly retryAfterMs?: number,
+  ) {
+    super('retryable');
+  }
+}
+
+function retryAfterMs(response: Response): number | undefined {
+  const seconds = Number(response.headers.get('retry-after') ?? Number.NaN);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+}
+
 /**
  * One call to the v4 API with the run's fetch, answered in full within `timeoutSeconds` (headers
- * and body); resolves with the success envelope, throws ApiError or CliError otherwise.
+ * and body); resolves with the success envelope, throws ApiError or CliError otherwise. A lost
+ * connection or a 502/503 is retried with backoff within the timeout: a write carries one
+ * Idempotency-Key over all its attempts, so the API applies it once however many reach it.
  */
 export async function callApi(
   fetch: CliIo['fetch'],
@@ -81,43 +108,66 @@ export async function callApi(
       `${request.method} ${url.href}: no answer within ${timeoutSeconds} s (wait longer with --timeout <seconds> or SVC_TIMEOUT)`,
       'timeout',
     );
+  const deadline = Date.now() + timeoutSeconds * 1000;
   const signal = AbortSignal.timeout(timeoutSeconds * 1000);
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      method: request.method,
-      headers: {
-        'x-api-key': apiKey,
-        'user-agent': `svc/${packageVersion()}`,
-        ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: request.body === undefined ? undefined : JSON.stringify(request.body),
-      // A redirect is refused, not followed: following it would send the key to whatever the Location names.
-      redirect: 'manual',
-      signal,
-    });
-  } catch (error) {
-    if (isTimeout(error)) throw timedOut();
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    throw new CliError(EXIT.failure, `Cannot reach ${target.baseUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, 'unreachable');
-  }
-  if (response.status >= 300 && response.status < 400) {
-    await response.body?.cancel();
-    throw redirectRefused(request.method, url, response);
-  }
-  let text: string;
-  try {
-    text = await response.text();
-  } catch (error) {
-    if (isTimeout(error)) throw timedOut();
-    throw new CliError(EXIT.failure, `${target.baseUrl} broke off its answer: ${(error as Error).message}`, 'unreachable');
+  const headers = {
+    'x-api-key': apiKey,
+    'user-agent': `svc/${packageVersion()}`,
+    ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...(request.method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+  };
+  const attempt = async (): Promise<{ status: number; text: string }> => {
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: request.method,
+        headers,
+        body: request.body === undefined ? undefined : JSON.stringify(request.body),
+        // A redirect is refused, not followed: following it would send the key to whatever the Location names.
+        redirect: 'manual',
+        signal,
+      });
+    } catch (error) {
+      if (isTimeout(error)) throw timedOut();
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new Retryable(new CliError(EXIT.failure, `Cannot reach ${target.baseUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, 'unreachable'));
+    }
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel();
+      throw redirectRefused(request.method, url, response);
+    }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      if (isTimeout(error)) throw timedOut();
+      throw new Retryable(new CliError(EXIT.failure, `${target.baseUrl} broke off its answer: ${(error as Error).message}`, 'unreachable'));
+    }
+    if (RETRIED_STATUSES.has(response.status)) throw new Retryable({ status: response.status, text }, retryAfterMs(response));
+    return { status: response.status, text };
+  };
+
+  let answer: { status: number; text: string } | undefined;
+  for (let n = 1; answer === undefined; n++) {
+    try {
+      answer = await attempt();
+    } catch (error) {
+      if (!(error instanceof Retryable)) throw error;
+      const waitMs = error.retryAfterMs ?? FIRST_BACKOFF_MS * 2 ** (n - 1);
+      const last = n === ATTEMPTS || waitMs > MAX_RETRY_AFTER_MS || Date.now() + waitMs >= deadline;
+      if (last && error.failure instanceof CliError) {
+        throw new CliError(error.failure.exitCode, n > 1 ? `${error.failure.message} (after ${n} attempts)` : error.failure.message, error.failure.code);
+      }
+      if (last) answer = error.failure as { status: number; text: string };
+      else await sleep(waitMs, undefined, { signal }).catch(() => Promise.reject(timedOut()));
+    }
   }
   let envelope: Envelope;
   try {
-    envelope = JSON.parse(text) as Envelope;
+    envelope = JSON.parse(answer.text) as Envelope;
   } catch {
-    throw new CliError(EXIT.failure, `${target.baseUrl} answered HTTP ${response.status} without a JSON envelope`, 'bad_response');
+    throw new CliError(EXIT.failure, `${target.baseUrl} answered HTTP ${answer.status} without a JSON envelope`, 'bad_response');
   }
-  if (!envelope.ok) throw new ApiError(response.status, envelope);
+  if (!envelope.ok) throw new ApiError(answer.status, envelope);
   return envelope;
 }

@@ -60,7 +60,7 @@ describe('svc error messages [pglite]', { timeout: 120_000 }, () => {
       { name: 'auth: legacy v2 key', args: ['whoami', ...at, '--api-key', 'lk_live_legacyv2keyofacme0001'], code: 4, message: `${NOT_USER_BOUND_MESSAGE} (api_key_not_user_bound)` },
       { name: 'HTTP: not found (404)', args: ['teams', 'get', 'team_missing', ...admin], code: 1, message: /\(not_found\)$/ },
       { name: 'HTTP: conflict (409)', args: ['teams', 'create', '--name', 'Engineering', ...acme, ...admin], code: 5, message: /\(team_name_taken\)$/ },
-      { name: 'network: nothing listening', args: ['whoami', '--api-url', `http://127.0.0.1:${await freePort()}`, '--allow-localhost', '--api-key', UNKNOWN_KEY], code: 1, message: /^Cannot reach http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED \(unreachable\)$/ },
+      { name: 'network: nothing listening', args: ['whoami', '--api-url', `http://127.0.0.1:${await freePort()}`, '--allow-localhost', '--api-key', UNKNOWN_KEY], code: 1, message: /^Cannot reach http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED \(after 4 attempts\) \(unreachable\)$/ },
       { name: 'timeout', args: ['whoami', '--api-url', silent.url, '--allow-localhost', '--api-key', UNKNOWN_KEY, '--timeout', '0.5'], code: 124, message: /^GET http:\/\/127\.0\.0\.1:\d+\/v4\/me: no answer within 0\.5 s/ },
     ];
   });
