@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ALL_ORDER_TYPES, DEVICE_ROLES, ORDER_STATES } from '../domain/orders/model.js';
+import { ALL_ORDER_TYPES, DEVICE_ROLES, DISPOSITION_ACTIONS, ORDER_STATES } from '../domain/orders/model.js';
 import { Timestamp } from './common.js';
 
 const OrderTypeName = z.enum(ALL_ORDER_TYPES as [string, ...string[]]);
@@ -9,7 +9,7 @@ const State = z.enum(ORDER_STATES);
 export const HiddenDevice = z
   .literal(true)
   .optional()
-  .describe('true for a device outside your scope (get_product answers 404 for it): what identifies it (id, serial number, type) is null');
+  .describe('true for a device outside your scope: what identifies it (id, serial number, type) is null');
 
 /** The order as every order operation returns it (get_order, create_order, …). */
 export const OrderSchema = z.object({
@@ -36,10 +36,28 @@ export const OrderSchema = z.object({
       hidden: HiddenDevice,
     }),
   ),
-  dispositions: z.unknown(),
-  legalHold: z.unknown(),
-  pickupWindow: z.unknown(),
-  items: z.unknown(),
+  dispositions: z
+    .array(z.object({ productId: z.string().nullable(), action: z.enum(DISPOSITION_ACTIONS), hidden: HiddenDevice }))
+    .nullable()
+    .describe('What happens to each returned device; null when none was given'),
+  legalHold: z.object({ caseId: z.string(), reason: z.string(), until: z.string().optional() }).nullable(),
+  pickupWindow: z.object({ start: Timestamp, end: Timestamp }).nullable(),
+  items: z
+    .array(
+      z.object({
+        itemId: z.string(),
+        name: z.string(),
+        manufacturer: z.string(),
+        productType: z.string(),
+        quantity: z.number().int(),
+        country: z.string(),
+        unitPrice: z.number(),
+        currency: z.string(),
+        leadTimeDays: z.number().int(),
+      }),
+    )
+    .nullable()
+    .describe('The catalog items a purchase order buys; null for other orders'),
   shipments: z.array(
     z.object({ id: z.string(), carrier: z.string(), trackingNumber: z.string(), direction: z.string(), createdAt: Timestamp }),
   ),

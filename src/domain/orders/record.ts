@@ -4,7 +4,8 @@ import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
 import { notFound } from '../../errors.js';
 import type { AnyOrderType, DeviceRole, OrderState } from './model.js';
-import { hiddenDevices, shown, shownJson, visibleProductIds, type Shown } from './device-scope.js';
+import { hiddenDevices, shown, visibleProductIds, type Shown } from './device-scope.js';
+import type { Disposition, LegalHold, PickupWindow, PurchasedItem } from './rules.js';
 
 export interface OrderRecord {
   id: string;
@@ -21,10 +22,12 @@ export interface OrderRecord {
   subOrders: Array<{ id: string; orderType: AnyOrderType; status: OrderState; productIds: string[]; createdAt: string }>;
   /** Every device of the order; one the reader may not read (get_product) is shown hidden. */
   deviceRequests: Array<Shown<DeviceRequest>>;
-  dispositions: unknown;
-  legalHold: unknown;
-  pickupWindow: unknown;
-  items: unknown;
+  /** Each returned device's disposition, the device shown hidden like in deviceRequests. */
+  dispositions: Array<Shown<Disposition>> | null;
+  legalHold: LegalHold | null;
+  pickupWindow: PickupWindow | null;
+  /** What a purchase order bought. */
+  items: PurchasedItem[] | null;
   shipments: Array<{ id: string; carrier: string; trackingNumber: string; direction: string; createdAt: string }>;
   createdAt: string;
   updatedAt: string;
@@ -39,7 +42,8 @@ interface DeviceRequest {
   status: string;
 }
 
-type OrderRow = Omit<OrderRecord, 'employee' | 'parent' | 'subOrders' | 'deviceRequests' | 'shipments' | 'productIds'> & {
+type OrderRow = Omit<OrderRecord, 'employee' | 'parent' | 'subOrders' | 'deviceRequests' | 'shipments' | 'productIds' | 'dispositions'> & {
+  dispositions: Disposition[] | null;
   employeeName: string | null;
   employeeEmail: string | null;
 };
@@ -80,7 +84,7 @@ export async function loadOrder(db: Queryable, p: Principal, id: string): Promis
     parent: parents[0] ?? null,
     subOrders,
     deviceRequests: devices.map((d) => shown(d, hidden)),
-    dispositions: shownJson(order.dispositions, hidden),
+    dispositions: order.dispositions?.map((d) => shown(d, hidden)) ?? null,
     shipments,
   };
 }
