@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import type { AnyOperation } from '../src/operations/operation.js';
+import { fullDescription, type AnyOperation } from '../src/operations/operation.js';
 import { buildInput, describeInput, describeIssues, fillPath, pathParamsOf, type FieldFlag } from './args.js';
 import { confirmDestructive } from './confirm.js';
 import { usageError } from './exit-codes.js';
@@ -167,7 +167,7 @@ export function registerOperationCommands(program: Command, operations: readonly
     const words = op.cli.split(' ');
     const params = pathParamsOf(op.path);
     const flags = describeInput(op.input, params);
-    const command = groupOf(words.slice(0, -1)).command(words[words.length - 1]!).summary(op.title).description(op.description);
+    const command = groupOf(words.slice(0, -1)).command(words[words.length - 1]!).summary(op.title).description(fullDescription(op));
     if (params[0]) command.argument(`<${params[0]}>`, `${params[0]} of the ${words[0]} record`);
     for (const flag of flags) for (const option of optionFor(flag)) command.addOption(option);
     const jsonOnly = flags.filter((f) => f.kind === 'json').map((f) => f.field);

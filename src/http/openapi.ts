@@ -5,7 +5,7 @@ import { pathParams } from '../gateway/mappings.js';
 import type { Core } from '../core.js';
 import { buildV2OpenApiDocument } from '../gateway/v2-openapi.js';
 import { OPERATIONS } from '../operations/index.js';
-import type { AnyOperation } from '../operations/operation.js';
+import { fullDescription, type AnyOperation } from '../operations/operation.js';
 import { IDEMPOTENCY_TTL_HOURS } from './idempotency.js';
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
@@ -71,7 +71,7 @@ function operationObject(op: AnyOperation) {
   return {
     operationId: op.name,
     summary: op.title,
-    description: op.description + (op.capability ? `\n\nRequires capability \`${op.capability}\`.` : '\n\nNeeds no capability.'),
+    description: fullDescription(op) + (op.capability ? `\n\nRequires capability \`${op.capability}\`.` : '\n\nNeeds no capability.'),
     tags: [op.path.split('/')[2] ?? 'v4'],
     'x-capability': op.capability,
     'x-mcp-tool': op.origin === 'spec' ? op.name : undefined,

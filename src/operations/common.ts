@@ -55,9 +55,7 @@ export const QueryBoolean = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
   .transform((v) => v === true || v === 'true' || v === '1');
 
-export const CompanyIdField = Id.optional().describe(
-  'Company to act in; required only for an admin who administers several companies',
-);
+export const CompanyIdField = Id.optional().describe('Company to act in (multi-company admins)');
 
 export const PageFields = {
   limit: z.coerce
@@ -66,9 +64,9 @@ export const PageFields = {
     .min(1)
     .transform((n) => Math.min(n, MAX_PAGE_SIZE))
     .default(DEFAULT_PAGE_SIZE)
-    .describe(`Records per page; at most ${MAX_PAGE_SIZE} (larger values are truncated)`),
-  page: z.coerce.number().int().min(1).max(100_000).optional().describe('1-based page number (offset paging)'),
-  cursor: z.string().max(512).optional().describe('nextCursor of the previous page (keyset paging; preferred)'),
+    .describe(`Records per page, at most ${MAX_PAGE_SIZE}`),
+  page: z.coerce.number().int().min(1).max(100_000).optional().describe('1-based page number'),
+  cursor: z.string().max(512).optional().describe('nextCursor of the previous page'),
 };
 
 export const PageQuery = z.object(PageFields);

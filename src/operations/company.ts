@@ -34,8 +34,8 @@ export const companyOperations = [
     name: 'list_company_addresses',
     cli: 'company addresses list',
     title: 'List company addresses',
-    description:
-      'Lists the saved company addresses (offices and warehouses devices ship to or are collected from) of every company the caller belongs to. Filter by `country`, or by `query` matching alias or city. Returns the v4 list envelope with `addresses`.',
+    description: 'Lists the office and warehouse addresses of your companies that devices ship to or are collected from.',
+    details: 'Filter by `country`, or by `query` matching alias or city.',
     capability: 'mcp:company:read',
     readOnly: true,
     method: 'GET',
@@ -55,8 +55,8 @@ export const companyOperations = [
     name: 'create_company_address',
     cli: 'company addresses create',
     title: 'Save a company address',
-    description:
-      'Saves an office or warehouse address for shipping and collection. All eight fields are required; the alias is unique within the company (a duplicate gets 409 address_alias_taken). An admin of several companies must pass `companyId`.',
+    description: 'Saves an office or warehouse address for shipping and collection. Fails with address_alias_taken if the company has the alias already.',
+    details: 'All eight fields are required; the alias is unique within the company (409 address_alias_taken).',
     capability: 'mcp:company:write',
     readOnly: false,
     method: 'POST',

@@ -7,7 +7,7 @@ const employees = onDemand(() => import('../domain/employees.js'));
 
 const DisplayName = Text(200, 'Full name as shown in the dashboard');
 
-const WorkEmail = z.email().max(254).describe('Work email, unique within the company (case-insensitive); the sign-in email');
+const WorkEmail = z.email().max(254).describe('Work email, the sign-in email; unique in the company (case-insensitive)');
 
 /** The v4 name of the legacy secondaryEmail: "" clears it as null does. */
 const PersonalEmail = z
@@ -21,10 +21,10 @@ const EmployeeFields = {
   personalEmail: PersonalEmail,
   country: CountryCode.nullable()
     .optional()
-    .describe('ISO 3166-1 alpha-2 country of the employee and of their delivery address'),
+    .describe('Country code of the employee and their delivery address'),
   teamName: TeamName.nullable()
     .optional()
-    .describe('Team by name; an admin naming a missing team creates it, a manager may only name their own teams. null removes the employee from their team'),
+    .describe('Team by name (an admin naming a new one creates it; a manager names only their own); null leaves the team'),
   jobTitle: OptionalText('Job title'),
   department: OptionalText('Department'),
   division: OptionalText('Division'),
@@ -73,8 +73,8 @@ export const employeeOperations = [
     name: 'list_employees',
     cli: 'employees list',
     title: 'List employees',
-    description:
-      'Searches and lists the employees the caller can see (managers: their teams and regions; employees: themselves). `query` matches name or email; filter by `teamName` and `country`. Returns the v4 list envelope with `employees`, each with its delivery address fields.',
+    description: 'Lists the employees you can see, with their delivery addresses, filtered by the given fields.',
+    details: 'Managers see their teams and regions; employees see themselves. `query` matches name or email.',
     capability: 'mcp:employees:read',
     readOnly: true,
     method: 'GET',
@@ -95,12 +95,12 @@ export const employeeOperations = [
     name: 'get_employee',
     cli: 'employees get',
     title: 'Get an employee',
-    description: 'Reads one employee by id, including the delivery address (addressOne, addressTwo, city, state, zipCode, phone, country).',
+    description: 'Reads one employee by id, with the delivery address.',
     capability: 'mcp:employees:read',
     readOnly: true,
     method: 'GET',
     path: '/v4/employees/:id',
-    input: z.strictObject({ id: Id }),
+    input: z.strictObject({ id: Id.describe('Employee id') }),
     output: Employee,
     handler: async ({ core, principal }, input) => (await employees()).getEmployee(core.db, principal, input.id),
   }),
@@ -108,8 +108,7 @@ export const employeeOperations = [
     name: 'list_available_countries',
     cli: 'employees countries',
     title: 'List countries with employees',
-    description:
-      'Lists the ISO country codes, sorted, of the visible employees that have a stored delivery address. Use it to choose a country for orders and device searches.',
+    description: 'Country codes of the employees you can see that have a delivery address: the countries to order for.',
     capability: 'mcp:employees:read',
     readOnly: true,
     method: 'GET',
@@ -122,8 +121,8 @@ export const employeeOperations = [
     name: 'create_employee',
     cli: 'employees create',
     title: 'Create an employee',
-    description:
-      'Creates an employee. `displayName` and `email` are required; `addressTwo` and `phone` cannot be set here (set them afterwards with update_employee). With `sendInvitation` true a dashboard invitation is emailed to the work email; the response says `invitationQueued` and never contains an invitation URL. A duplicate email in the company gets 409 employee_email_taken.',
+    description: 'Creates an employee. Set addressTwo and phone afterwards with update_employee. Fails with employee_email_taken if the email is in use in the company.',
+    details: '`displayName` and `email` are required. With `sendInvitation` true a dashboard invitation is emailed to the work email; the response says `invitationQueued` and never contains an invitation URL.',
     capability: 'mcp:employees:write',
     readOnly: false,
     method: 'POST',
@@ -147,8 +146,7 @@ export const employeeOperations = [
     name: 'update_employee',
     cli: 'employees update',
     title: 'Update an employee',
-    description:
-      'Changes the given fields of an employee (at least one), including the delivery address. The email of an employee with an active login cannot change (409 employee_has_active_login). `teamName` null removes the employee from their team.',
+    description: 'Changes the given fields of an employee (at least one), delivery address included. Fails with employee_has_active_login when changing the email of an employee who signs in.',
     capability: 'mcp:employees:write',
     readOnly: false,
     idempotent: true,
@@ -157,7 +155,7 @@ export const employeeOperations = [
     method: 'PATCH',
     path: '/v4/employees/:id',
     input: z.strictObject({
-      id: Id,
+      id: Id.describe('Employee id'),
       displayName: DisplayName.optional(),
       email: WorkEmail.optional(),
       ...EmployeeFields,

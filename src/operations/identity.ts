@@ -11,8 +11,7 @@ export const identityOperations = [
     name: 'whoami',
     cli: 'whoami',
     title: 'Who am I',
-    description:
-      'Returns the authenticated user, their role, the companies they reach, their manager scope and the capabilities this credential grants right now. Needs no capability; call it first to learn what else you may call.',
+    description: 'Your user, role, companies, manager scope and the capabilities this credential grants. Call it first to learn which tools you may use.',
     capability: null,
     readOnly: true,
     method: 'GET',

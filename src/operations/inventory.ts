@@ -41,7 +41,7 @@ const RankedLimit = z.coerce
   .min(1)
   .transform((n) => Math.min(n, MAX_PAGE_SIZE))
   .default(10)
-  .describe(`How many to return; at most ${MAX_PAGE_SIZE} (larger values are truncated)`);
+  .describe(`How many to return, at most ${MAX_PAGE_SIZE}`);
 
 const Device = z.object({
   id: z.string(),
@@ -89,8 +89,8 @@ export const inventoryOperations: AnyOperation[] = [
     name: 'search_inventory',
     cli: 'inventory search',
     title: 'Search inventory',
-    description:
-      'Searches the devices the caller can see (admins: their companies; managers: devices of employees they see plus unassigned stock in their regions; employees: their own devices). `query` matches serial number, manufacturer and model; filter with `inStock` (true = status Available), `category`, `productType`, `country`, `status`. Returns the v4 list envelope with `devices`.',
+    description: 'Searches the devices you can see, filtered by the given fields (query: serial number, manufacturer, model).',
+    details: 'Admins see their companies’ devices; managers the devices of the employees they see plus unassigned stock in their regions; employees their own devices.',
     capability: 'mcp:inventory:read',
     readOnly: true,
     method: 'GET',
@@ -113,8 +113,7 @@ export const inventoryOperations: AnyOperation[] = [
     name: 'get_assigned_devices',
     cli: 'employees devices',
     title: "List an employee's devices",
-    description:
-      'Lists the devices currently assigned to an employee. The employee must be visible to the caller, else 404. Returns the v4 list envelope with `devices`.',
+    description: 'Lists the devices assigned to an employee.',
     capability: 'mcp:inventory:read',
     readOnly: true,
     method: 'GET',
@@ -129,8 +128,8 @@ export const inventoryOperations: AnyOperation[] = [
     name: 'get_product',
     cli: 'products get',
     title: 'Get a device',
-    description:
-      'Reads one device, with its assignment, condition and location, by productId or serial number. Employees read only their own devices. A serial number registered in several companies the caller reaches is 409 ambiguous_serial listing them: pass `companyId` to choose.',
+    description: 'Reads one device (assignment, condition, location) by productId or serial number. Fails with ambiguous_serial if several of your companies have the serial number: pass companyId.',
+    details: 'Employees read only their own devices.',
     capability: 'mcp:inventory:read',
     readOnly: true,
     method: 'GET',
@@ -143,8 +142,8 @@ export const inventoryOperations: AnyOperation[] = [
     name: 'get_device_options',
     cli: 'devices options',
     title: 'Rank device options',
-    description:
-      'Lists the device models of one `productType` available (status Available) in the inventory the caller can see, optionally in one `country`. Ranking: highest specScore first (memory, then storage, then recency), then most units in stock, then manufacturer and model name. Each option gives its rank, specs, in-stock count, countries where it is in stock and up to 5 sample productIds to order. Returns `{ options }`.',
+    description: 'Ranks the device models of one productType in stock that you can see, best specs first, each with stock, countries and up to 5 productIds to order with create_order.',
+    details: 'Only devices with status Available. Ranking: highest specScore first (memory, then storage, then recency), then most units in stock, then manufacturer and model name. Returns `{ options }`.',
     capability: 'mcp:inventory:read',
     readOnly: true,
     method: 'GET',
@@ -177,8 +176,8 @@ export const inventoryOperations: AnyOperation[] = [
     name: 'suggest_alternative_device',
     cli: 'devices suggestions',
     title: 'Suggest catalog alternatives',
-    description:
-      'When inventory has no suitable device, suggests items of the master catalog purchasable in `country` (stock > 0), optionally of one `productType`. Ranking: shortest lead time first, then highest specScore, then name. A country without catalog availability gives an empty list. Returns `{ country, suggestions }`; order one with create_purchase_order.',
+    description: 'When the inventory has no suitable device: catalog items purchasable in a country, shortest lead time first, to order with create_purchase_order.',
+    details: 'Only items with stock > 0, optionally of one productType. Ranking: shortest lead time first, then highest specScore, then name. A country without catalog availability gives an empty list.',
     capability: 'mcp:inventory:read',
     readOnly: true,
     method: 'GET',
@@ -213,7 +212,8 @@ export const inventoryOperations: AnyOperation[] = [
     name: 'add_product_pin_code',
     cli: 'products pin-code',
     title: 'Store a device PIN',
-    description: `Stores (or replaces) a device's unlock PIN, 4 to 12 digits. Name the device by exactly one of productId or serialNumber. Only ${PIN_TYPES.join(', ')} take a PIN; other types get 422 pin_not_supported_for_type. The PIN is encrypted at rest and never returned: the device record shows pinCodeSet and pinCodeSetAt.`,
+    description: `Stores or replaces a device's unlock PIN; name the device by productId or serialNumber. Only ${PIN_TYPES.join(', ')} take one, else it fails with pin_not_supported_for_type. The PIN is never returned.`,
+    details: 'The PIN is encrypted at rest; the device record shows pinCodeSet and pinCodeSetAt.',
     capability: 'mcp:inventory:write',
     readOnly: false,
     idempotent: true,
@@ -223,7 +223,7 @@ export const inventoryOperations: AnyOperation[] = [
     path: '/v4/products/pin-code',
     input: z
       .strictObject({
-        productId: Id.optional(),
+        productId: Id.optional().describe('Device id'),
         serialNumber: SerialNumber.optional(),
         pinCode: z.string().regex(/^\d{4,12}$/, 'must be 4 to 12 digits').describe('Unlock PIN, 4 to 12 digits'),
         companyId: CompanyIdField,

@@ -29,8 +29,16 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   /** The `svc` command words: `<resource> <action>` (`company addresses list`), or one word (`whoami`). */
   cli: string;
   title: string;
-  /** Written for an AI agent as much as for a person: what it does, when to use it, what it returns. */
+  /**
+   * What it does, when to use it, what it returns and what its failures mean, written for an AI
+   * agent: it is what an MCP tool says, paid for in every conversation, so no more than a model needs.
+   */
   description: string;
+  /**
+   * Reference for people, which REST (OpenAPI) and `svc` help add after the description: every rule
+   * with its code, how a figure is computed. A tool leaves it out: a call that breaks a rule is told which.
+   */
+  details?: string;
   /** null only for whoami. */
   capability: Capability | null;
   /** Administration: a human admin only, never an integration's non-personal user (see requireHumanAdmin). */
@@ -100,6 +108,10 @@ export function defineOperation<I extends z.ZodType, O extends z.ZodType, C exte
     ...op,
   };
 }
+
+/** The description people read (REST docs, `svc` help): the agent's text, then the reference details. */
+export const fullDescription = (op: Pick<Operation, 'description' | 'details'>): string =>
+  op.details === undefined ? op.description : `${op.description}\n\n${op.details}`;
 
 /** The refusal of a credential lacking the capability an operation requires; `operationName` opens the sentence (an operation, or a page: "The migration dashboard"). */
 export function requireCapability(capabilities: ReadonlySet<string>, capability: Capability, operationName: string): void {

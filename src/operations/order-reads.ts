@@ -39,7 +39,7 @@ const Sort = z
   .regex(SORT_PATTERN, `must be one of ${ORDER_SORT_FIELDS.join(', ')}, optionally prefixed with - for descending`)
   .default(DEFAULT_ORDER_SORT)
   .transform((s) => ({ field: s.replace(/^-/, '') as OrderSortField, descending: s.startsWith('-') }))
-  .describe(`Sort field: ${ORDER_SORT_FIELDS.join(', ')}; prefix with - for descending (default ${DEFAULT_ORDER_SORT}); ties break on id`);
+  .describe(`Sort field, - first for descending; ties break on id`);
 
 const OrderTypeName = z.enum(ALL_ORDER_TYPES as [string, ...string[]]);
 const State = z.enum(ORDER_STATES);
@@ -77,8 +77,8 @@ export const orderReadOperations = [
     name: 'list_orders',
     cli: 'orders list',
     title: 'List orders',
-    description:
-      'Searches and lists the orders the caller can see (managers: orders of the employees in their teams and regions, and inventory purchases for their regions; employees: their own). Filters: `status` (case-insensitive, e.g. shipped), `orderType`, `employeeId`, `topLevel` (true hides sub-orders), and `query`, free text matching the employee name or email, the order id or the serial number of a device you can read. `productIds` lists the devices you can read (get_product). `sort` is one of createdAt, updatedAt, status, orderType, with - for descending (default -createdAt). Returns the v4 list envelope with `orders`; follow nextCursor for stable pages.',
+    description: 'Lists the orders you can see, newest first, filtered by the given fields.',
+    details: 'Managers see the orders of the employees in their teams and regions, and inventory purchases for their regions; employees see their own. `status` and `orderType` are case-insensitive. `productIds` lists the devices you can read (get_product). `sort` is one of createdAt, updatedAt, status, orderType, with - for descending (default -createdAt). Follow nextCursor for stable pages.',
     capability: 'mcp:orders:read',
     readOnly: true,
     method: 'GET',
@@ -101,8 +101,8 @@ export const orderReadOperations = [
     name: 'get_order',
     cli: 'orders get',
     title: 'Get an order',
-    description:
-      'Reads one order with its hierarchy: the parent order, sub-orders (such as accessory requests), device requests (each device with its role and progress), dispositions, legal hold, pickup window and shipments. An order outside the caller’s scope is 404. A device of a visible order that is outside the caller’s scope (get_product answers 404 for it) is listed with `hidden: true` and a null productId, serialNumber and productType, and left out of productIds.',
+    description: 'Reads one order: parent, sub-orders, devices with their role and progress, dispositions, legal hold, pickup window and shipments. A device outside your scope shows `hidden: true`, its identifiers null.',
+    details: 'A hidden device is left out of productIds; get_product answers 404 for it. An order outside the caller’s scope is 404 not_found.',
     capability: 'mcp:orders:read',
     readOnly: true,
     method: 'GET',
@@ -115,8 +115,8 @@ export const orderReadOperations = [
     name: 'get_order_history',
     cli: 'orders history',
     title: 'Get order history',
-    description:
-      'The event log of one order in the order things happened (creation, status changes, delays and their resolution, shipments, device events), and a per-device timeline derived from it: for each device, the order-wide status changes, the shipments that carry it (outbound for delivered and serviced devices, return for returned and serviced ones) and the events about that device. A device outside the caller’s scope (get_product answers 404 for it) is shown with `hidden: true` and no id or serial number, on the timeline, in its events and in device effects.',
+    description: 'The event log of one order, oldest first, and a timeline per device (status changes, its shipments, its events). A device outside your scope shows `hidden: true`.',
+    details: 'A device’s shipments: the outbound ones for delivered and serviced devices, the return ones for returned and serviced devices. A hidden device has no id or serial number on the timeline, in its events and in device effects.',
     capability: 'mcp:orders:read',
     readOnly: true,
     method: 'GET',

@@ -78,8 +78,8 @@ export const orderTrackingOperations = [
     name: 'get_order_sla',
     cli: 'orders sla',
     title: 'Get the SLA of an order',
-    description: [
-      'Returns the SLA of one order: target, due date, elapsed and remaining days, a delay status and the reasons for any delay.',
+    description: 'The SLA of one order: target, due date, days elapsed and left, status (on_track, at_risk, delayed; met, missed, cancelled once closed) and delay reasons. Time On Hold does not count.',
+    details: [
       `Target in calendar days per type: ${SLA_TARGETS}; plus ${SLA_OTHER_COUNTRY_DAYS} days outside ${SLA_DOMESTIC_COUNTRIES.join(', ')}.`,
       'The clock runs from creation and stops while the order is On Hold (pausedDays; dueAt moves later by as much).',
       `status of an open order: delayed once past dueAt; at_risk once ${SLA_AT_RISK_SHARE * 100}% of the target has elapsed or any reason is listed; else on_track.`,
@@ -100,13 +100,11 @@ export const orderTrackingOperations = [
     name: 'get_tracking',
     cli: 'orders tracking',
     title: 'Track the shipments of an order',
-    description: [
-      'Returns the shipments of one order, each with carrier, tracking number and direction, and one timeline merging',
-      'stored events (the shipment registration, the order reaching Shipped or Delivered, device events) with the live events',
-      "of the courier API, sorted by time; each event says its source: 'stored' or 'courier'. currentStatus is the courier's",
-      'status when live, else the latest stored status. courier.state per shipment: live, not_configured (no COURIER_API_URL),',
-      'unavailable (unreachable or a non-200 answer), timeout (no answer within COURIER_TIMEOUT_MS) or invalid_response;',
-      'in every state but live the stored events are answered alone, never an error.',
+    description: "The shipments of one order, each with a timeline of stored and live courier events (source 'stored' or 'courier'). If the courier is unreachable (courier.state not live), stored events come alone; not an error.",
+    details: [
+      "currentStatus is the courier's status when live, else the latest stored status.",
+      'courier.state per shipment: live, not_configured (no COURIER_API_URL), unavailable (unreachable or a non-200 answer),',
+      'timeout (no answer within COURIER_TIMEOUT_MS) or invalid_response.',
       'Courier API contract: GET {COURIER_API_URL}/v1/tracking/{carrier}/{trackingNumber} answers 200 with',
       '{ status: string, events: [{ occurredAt: ISO 8601 with offset, status: string, location?: string, description?: string }] }.',
     ].join(' '),

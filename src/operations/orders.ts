@@ -31,7 +31,7 @@ const SerialNumber = Text(64, 'Serial number of the device');
 const collecting = COLLECTING_TYPES.join(', ');
 
 const Disposition = z.strictObject({
-  productId: ProductRef.describe('A device this order returns (one of productIds), by id or serial number'),
+  productId: ProductRef.describe('A device the order returns (one of productIds)'),
   action: z.enum(DISPOSITION_ACTIONS).describe(`What happens to the returned device: ${DISPOSITION_ACTIONS.join(', ')}`),
 });
 
@@ -39,14 +39,14 @@ const LegalHold = z
   .strictObject({
     caseId: Text(100, 'Legal case reference'),
     reason: Text(500, 'Why the data must be preserved'),
-    until: z.iso.date().optional().describe('Date (YYYY-MM-DD) the hold is expected to lift; informational'),
+    until: z.iso.date().optional().describe('When the hold is expected to lift; informational'),
   })
   .describe(`Preserves the data of the returned devices: dispositions ${BLOCKED_BY_LEGAL_HOLD.join(' and ')} are refused`);
 
 const PickupWindow = z
   .strictObject({
-    start: z.iso.datetime({ offset: true }).describe('ISO 8601 date-time; must lie in the future'),
-    end: z.iso.datetime({ offset: true }).describe('ISO 8601 date-time after start'),
+    start: z.iso.datetime({ offset: true }).describe('In the future'),
+    end: z.iso.datetime({ offset: true }).describe('After start'),
   })
   .superRefine((w, ctx) => {
     const span = Date.parse(w.end) - Date.parse(w.start);
@@ -89,7 +89,7 @@ const DeviceOrderBody = z
 const PurchaseItem = z.strictObject({
   itemId: Id.describe('Catalog item id (suggest_alternative_device lists them)'),
   quantity: z.number().int().min(1).max(MAX_QUANTITY).describe(`1 to ${MAX_QUANTITY}`),
-  country: CountryCode.describe('Country the item is bought for and shipped to; the same for every item'),
+  country: CountryCode.describe('Country the item ships to; the same for every item'),
 });
 const PurchaseItems = z
   .array(PurchaseItem)
@@ -132,7 +132,8 @@ export const orderWriteOperations: AnyOperation[] = [
     name: 'validate_order_constraints',
     cli: 'orders validate',
     title: 'Check whether an order can be placed',
-    description: `Runs every rule create_order (or create_purchase_order, for the purchase types) applies, without creating anything, and lists every violation, not just the first. The body is that of the matching creation, keyed by orderType. Returns { valid, orderType, violations: [{ code, message, field?, productId? }] }; the codes are stable and the creation refuses with the same ones. A malformed body is a 400, as on creation. ${DEVICE_RULES} ${PURCHASE_RULES}`,
+    description: 'Checks an order without placing it: runs every rule of create_order (device orders) or create_purchase_order (purchases), keyed by orderType, and lists every violation under the stable code the creation would fail with. Returns { valid, violations }.',
+    details: `A malformed body is refused as on creation (400). ${DEVICE_RULES} ${PURCHASE_RULES}`,
     capability: 'mcp:orders:read',
     readOnly: true,
     method: 'POST',
@@ -149,7 +150,8 @@ export const orderWriteOperations: AnyOperation[] = [
     name: 'create_order',
     cli: 'orders create',
     title: 'Place an order',
-    description: `Places a Deployment, Offboarding, Collection, Maintenance or Swap from Inventory order for an employee, with status Pending, in the employee's company and country. Each device gets a role: deliver (Deployment, the Available side of a Swap), return (Offboarding, Collection, the assigned side of a Swap) or service (Maintenance), and is held until the order is Completed or Cancelled. ${STRUCTURES} A rule broken is 422 order_constraints_violated whose details list every violation, with the codes validate_order_constraints gives. ${DEVICE_RULES} Returns the order as get_order does; the caller needs no mcp:orders:read for this answer.`,
+    description: `Places a device order for an employee (status Pending); its devices are held until it closes. dispositions and pickupWindow: ${collecting} only. Fails with order_constraints_violated listing every broken rule (validate_order_constraints checks first). Returns the order.`,
+    details: `Each device gets a role: deliver (Deployment, the Available side of a Swap), return (Offboarding, Collection, the assigned side of a Swap) or service (Maintenance), and is held until the order is Completed or Cancelled. ${STRUCTURES} A broken rule is 422 order_constraints_violated whose details list every violation. ${DEVICE_RULES} The caller needs no mcp:orders:read for the answer, the order as get_order returns it.`,
     capability: 'mcp:orders:write',
     readOnly: false,
     method: 'POST',
@@ -163,7 +165,8 @@ export const orderWriteOperations: AnyOperation[] = [
     name: 'create_purchase_order',
     cli: 'orders purchase',
     title: 'Buy catalog devices',
-    description: `Buys master-catalog items: Purchase for Employee (employeeId required; ships to the employee) or Purchase for Inventory (no employee; into the company pool; an admin of several companies passes companyId). items: 1 to ${MAX_ITEMS} of { itemId, quantity 1 to ${MAX_QUANTITY}, country }. The order stores each item with its catalog name, unit price, currency and lead time; it has no device requests. A rule broken is 422 order_constraints_violated listing every violation. ${PURCHASE_RULES} Returns the order as get_order does.`,
+    description: 'Buys catalog items (from suggest_alternative_device) for an employee or for the company pool, all shipping to one country. Fails with order_constraints_violated listing every broken rule. Returns the order.',
+    details: `items: 1 to ${MAX_ITEMS} of { itemId, quantity 1 to ${MAX_QUANTITY}, country }. The order stores each item with its catalog name, unit price, currency and lead time; it has no device requests. An admin of several companies passes companyId for an inventory purchase. A broken rule is 422 order_constraints_violated. ${PURCHASE_RULES} Returns the order as get_order does.`,
     capability: 'mcp:orders:write',
     readOnly: false,
     method: 'POST',
@@ -177,8 +180,8 @@ export const orderWriteOperations: AnyOperation[] = [
     name: 'add_power_accessory',
     cli: 'orders accessories',
     title: 'Request a replacement charger',
-    description:
-      'Requests a charger for a device on an open order. Name the DEVICE that needs the charger by exactly one of productId or serialNumber, not a charger SKU: a catalog item id or a device that is itself a charger is 400 expected_device_not_sku. The device must be on the order (422 device_not_on_order) and the order open, not Completed or Cancelled (422 order_closed); one open charger request per device and order (409 accessory_already_requested). Creates a sub-order of type Accessory (status Pending) serving that device, records accessory_requested on the order, and returns the parent order, whose subOrders show the new one.',
+    description: 'Requests a replacement charger for a device on an open order (a sub-order of type Accessory); returns the parent order. Name the device by productId or serialNumber, never a charger. Fails with expected_device_not_sku, device_not_on_order, order_closed or accessory_already_requested.',
+    details: 'A catalog item id or a device that is itself a charger is 400 expected_device_not_sku. The device must be on the order (422 device_not_on_order) and the order open (422 order_closed); one open charger request per device and order (409 accessory_already_requested). The sub-order starts Pending, the order records accessory_requested, and its subOrders show the new one.',
     capability: 'mcp:orders:write',
     readOnly: false,
     method: 'POST',
