@@ -36,13 +36,19 @@ function discriminatorOf(variants: JsonSchema[]): string {
   return name;
 }
 
+/** Some of the key's values, named outright or, when fewer, as the others: "for every orderType but Purchase for Inventory". */
+function which(key: string, values: unknown[], allValues: unknown[]): string {
+  const others = allValues.filter((value) => !values.includes(value));
+  return others.length < values.length ? `for every ${key} but ${others.join(', ')}` : `only for ${key} ${values.join(', ')}`;
+}
+
 /** Which values of the key a field applies to, and where it is required; undefined for a field every variant requires. */
-function applicability(key: string, values: unknown[], requiredFor: unknown[], valueCount: number): string | undefined {
-  if (requiredFor.length === valueCount) return undefined;
-  const required = requiredFor.length > 0 ? `required for ${key} ${requiredFor.join(', ')}` : undefined;
-  if (values.length === valueCount) return required && `Optional except: ${required}`;
-  if (requiredFor.length === values.length) return `Required only for ${key} ${values.join(', ')}`;
-  return [`Accepted only for ${key} ${values.join(', ')}`, required].filter((part) => part !== undefined).join('; ');
+function applicability(key: string, values: unknown[], requiredFor: unknown[], allValues: unknown[]): string | undefined {
+  if (requiredFor.length === allValues.length) return undefined;
+  const required = requiredFor.length > 0 ? `required ${which(key, requiredFor, allValues)}` : undefined;
+  if (values.length === allValues.length) return required && `Optional except: ${required}`;
+  if (requiredFor.length === values.length) return `Required ${which(key, values, allValues)}`;
+  return [`Accepted ${which(key, values, allValues)}`, required].filter((part) => part !== undefined).join('; ');
 }
 
 /**
@@ -68,11 +74,11 @@ function flatten(variants: JsonSchema[]): JsonSchema {
   }
   const keySchema = (variants[0]!.properties as Record<string, JsonSchema>)[key]!;
   const properties: Record<string, JsonSchema> = {
-    [key]: { type: keySchema.type ?? 'string', enum: allValues, description: `One of ${allValues.join(', ')}; decides which other fields apply` },
+    [key]: { type: keySchema.type ?? 'string', enum: allValues, description: 'Decides which other fields apply' },
   };
   const required = [key];
   for (const [name, { schema, values, requiredFor }] of fields) {
-    const description = [applicability(key, values, requiredFor, allValues.length), schema.description].filter((part) => part !== undefined).join('. ');
+    const description = [applicability(key, values, requiredFor, allValues), schema.description].filter((part) => part !== undefined).join('. ');
     properties[name] = { ...schema, ...(description === '' ? {} : { description }) };
     if (requiredFor.length === allValues.length) required.push(name);
   }

@@ -6,6 +6,7 @@ import { DOMAIN_OPERATIONS } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { icon, toolIconName } from './icons.js';
 import { portableInputSchema } from './input-schema.js';
+import { leanInputSchema, portableOutputSchema } from './tool-schemas.js';
 
 /** The spec's operations are the tools; extensions stay REST/CLI only. */
 export const TOOL_OPERATIONS: readonly AnyOperation[] = DOMAIN_OPERATIONS.filter((op) => op.origin === 'spec');
@@ -25,8 +26,11 @@ function objectSchema(schema: z.ZodType, io: 'input' | 'output'): ObjectSchema {
   return { type: 'object', ...rest } as ObjectSchema;
 }
 
-/** What a client hands the model: a plain object at the top, as every provider's tool format requires. */
-const inputSchema = (schema: z.ZodType) => portableInputSchema(objectSchema(schema, 'input')) as ObjectSchema;
+/** What a client hands the model: a plain object at the top, as every provider's tool format requires, and no more than the model needs. */
+const inputSchema = (schema: z.ZodType) => leanInputSchema(portableInputSchema(objectSchema(schema, 'input'))) as ObjectSchema;
+
+/** The handler returns the output schema's input form (what REST serializes), so that is the form declared. */
+const outputSchema = (schema: z.ZodType) => portableOutputSchema(objectSchema(schema, 'input')) as ObjectSchema;
 
 /** Every hint explicit: a client's defaults (destructive, open world) would misdescribe most tools. */
 function annotations(op: AnyOperation): NonNullable<Tool['annotations']> {
@@ -39,7 +43,6 @@ function annotations(op: AnyOperation): NonNullable<Tool['annotations']> {
   };
 }
 
-/** The handler returns the output schema's input form (what REST serializes), so that is the form declared. */
 const BASE_TOOLS: ReadonlyMap<string, Tool> = new Map(
   TOOL_OPERATIONS.map((op) => [
     op.name,
@@ -48,7 +51,7 @@ const BASE_TOOLS: ReadonlyMap<string, Tool> = new Map(
       title: op.title,
       description: op.description,
       inputSchema: inputSchema(op.input),
-      outputSchema: objectSchema(op.output, 'input'),
+      outputSchema: outputSchema(op.output),
       annotations: annotations(op),
     },
   ]),
