@@ -130,7 +130,7 @@ export function registerMigrateCommands(program: Command, io: CliIo, done: (code
     .option('--fail-on <list>', `what makes the exit code 1: comma-separated of ${FAIL_ON_VALUES.join(', ')}, or none`, DEFAULT_FAIL_ON.join(','))
     .option('--ignore <scope>', 'a known exception that never fails the audit; repeat or comma-separate', (value: string, previous?: string[]) => [...(previous ?? []), value])
     .option('--as-of <date>', 'count usage and days to the sunset as of this date (YYYY-MM-DD; default today)')
-    .addHelpText('after', '\nA wildcard scope (api.orders.*) stands for every scope of the maps under it. A scope granted but not called in the window is to drop: it fails only under --fail-on unused. A retired (disabled) or quiet key is flagged.\nOutput: --format table (default, fitted to the terminal), json, text (the table report, never cut nor coloured) or markdown (for a migration ticket).\nExit codes: 0 clean, 1 findings (see --fail-on), 2 bad input such as an unknown scope.')
+    .addHelpText('after', '\nA wildcard scope (api.orders.*) stands for every scope of the maps under it. A scope granted but not called in the window is to drop: it fails only under --fail-on unused. A retired (disabled) or quiet key is flagged; the scopes of a retired key never fail the audit.\nOutput: --format table (default, fitted to the terminal), json, text (the table report, never cut nor coloured) or markdown (for a migration ticket).\nExit codes: 0 clean, 1 findings (see --fail-on), 2 bad input such as an unknown scope.')
     .action(async (flags: AuditFlags, command: Command) => {
       done(await runAudit(flags, command.optsWithGlobals<GlobalOptions>(), io));
     });

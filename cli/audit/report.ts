@@ -34,7 +34,7 @@ export interface AuditedKey {
   disabledAt?: string | null;
   lastUsedAt?: string | null;
   /** From the admin API: its successor, if minted, and when it goes quiet by the server's count. */
-  cutover?: Pick<Cutover, 'successor' | 'quietDays' | 'quietFrom'>;
+  cutover?: Pick<Cutover, 'successor' | 'coverage' | 'quietDays' | 'quietFrom'>;
 }
 
 export interface AuditInput {
@@ -166,6 +166,7 @@ function checklistOf(input: AuditInput, report: { capabilities: string[]; stayOn
     allowed: capabilities,
     windowDays: input.days,
     successor: successor?.active ? successor : null,
+    coverage: successor?.active ? (input.key?.cutover?.coverage ?? null) : null,
     quiet: { days: input.key?.cutover?.quietDays ?? quietDays, from: input.key?.cutover?.quietFrom ?? null },
     staysOnV2: stayOnV2,
   });
@@ -187,13 +188,14 @@ export function buildReport(table: ScopeTable, input: AuditInput): AuditReport {
   const since = new Date(input.asOf.getTime() - input.days * DAY_MS).toISOString().slice(0, 10);
   const expanded = held.flatMap((scope) => rulesOf(table, scope).map(({ rule, grantedAs }) => ({ scope: grantedAs === null ? scope : rule.name, rule, grantedAs })));
   const unique = expanded.filter((e, i) => expanded.findIndex((other) => other.scope === e.scope) === i);
+  const retired = Boolean(input.key?.disabledAt);
   const findings: ScopeFinding[] = unique.map(({ scope, rule, grantedAs }) => {
     const calls = input.usage ? callsSince(input.usage, scope, since) : null;
     const lastCalled = input.usage?.filter((row) => ruleCovers(scope, row.scope)).map((row) => row.day).sort().at(-1) ?? null;
     const ignored = input.ignore.includes(scope) || (grantedAs !== null && input.ignore.includes(grantedAs));
     const toDrop = calls === 0;
-    // A scope to drop is advice, not a failure: it fails only when --fail-on names `unused`.
-    const failsOn = ignored ? [] : input.failOn.filter((f) => (f === 'unused' ? toDrop : f === rule.status && !toDrop));
+    // A scope to drop is advice, not a failure: it fails only when --fail-on names `unused`. A retired key's scopes reach nothing any more.
+    const failsOn = ignored || retired ? [] : input.failOn.filter((f) => (f === 'unused' ? toDrop : f === rule.status && !toDrop));
     return {
       scope,
       grantedAs,

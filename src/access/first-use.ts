@@ -1,13 +1,15 @@
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
+import type { Capability } from './capabilities.js';
 
-/** Keys remembered per process before the memory starts over (a repeat write is harmless). */
-const REMEMBERED_KEYS = 10_000;
+/** Keys and capabilities remembered per process before the memory starts over (a repeat write is harmless). */
+const REMEMBERED_USES = 10_000;
 
 /**
- * Records each API key's first successful v4 call, once: the cutover observes a successor key
- * working from it. A process remembers the keys it has written, so a key costs one conditional
- * UPDATE per process, never one per request; the write is off the request path.
+ * Records each API key's first successful v4 call, and the first success with each capability it
+ * exercised, once: the cutover observes a successor key working from them. A process remembers what
+ * it has written, so a key costs one write per capability per process, never one per request (on the
+ * request path: a string and a set lookup); the write is off the request path.
  */
 export class FirstUseRecorder {
   private readonly written = new Set<string>();
@@ -19,17 +21,27 @@ export class FirstUseRecorder {
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  record(keyId: string): void {
-    if (this.written.has(keyId)) return;
-    if (this.written.size >= REMEMBERED_KEYS) this.written.clear();
-    this.written.add(keyId);
+  /** A successful call of the key, with the capability it needed (null for one that needs none, such as whoami). */
+  record(keyId: string, capability: Capability | null): void {
+    const use = capability === null ? keyId : `${keyId} ${capability}`;
+    if (this.written.has(use)) return;
+    if (this.written.size >= REMEMBERED_USES) this.written.clear();
+    this.written.add(use);
+    const at = this.now().toISOString();
+    const firstCall = sql`UPDATE api_keys SET first_used_at = ${at} WHERE id = ${keyId} AND first_used_at IS NULL`;
     const write = this.db
-      .query(sql`UPDATE api_keys SET first_used_at = ${this.now().toISOString()} WHERE id = ${keyId} AND first_used_at IS NULL`)
+      .query(
+        capability === null
+          ? firstCall
+          : sql`WITH first_call AS (${firstCall})
+              INSERT INTO api_key_capability_uses (key_id, capability, first_used_at) VALUES (${keyId}, ${capability}, ${at})
+              ON CONFLICT (key_id, capability) DO NOTHING`,
+      )
       .then(
         () => undefined,
         (error: unknown) => {
           // Tried again on the key's next call.
-          this.written.delete(keyId);
+          this.written.delete(use);
           this.onError(error);
         },
       )

@@ -5,7 +5,7 @@ import type { Core } from '../core.js';
 import { createUser, mintKeyForUser } from '../domain/admin.js';
 import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
 import { sql, type Sql } from '../store/sql.js';
-import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, type CutoverStage } from './cutover-stage.js';
+import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, usageWindowStart, type CutoverStage } from './cutover-stage.js';
 import {
   alreadyDisabled,
   dedicatedUserEmail,
@@ -18,6 +18,7 @@ import {
   type Disabling,
   type LegacyKeySummary,
 } from './legacy-keys.js';
+import { replacementOf } from './reissue-steps.js';
 import { leastCapabilities, type ScopeUsage } from './scope-rules.js';
 
 /*
@@ -69,20 +70,16 @@ export async function legacyKeyFor(core: Core, companyIds: readonly string[], id
   return key;
 }
 
-/** The first UTC day of the usage window at `now`. */
-export function usageWindowStart(now: Date): string {
-  return new Date(now.getTime() - USAGE_WINDOW_DAYS * DAY_MS).toISOString().slice(0, 10);
-}
-
 /**
- * What a successor key gets unless the admin chooses: the capabilities of the successor it replaces,
- * else those of the scopes the key called in the usage window (what the audit recommends); and what
- * it may get at most, the v4 reach of the key's scopes.
+ * What a successor key gets unless the admin chooses: the capabilities of the successor it replaces
+ * with those the key's v2 calls need besides, else those of the scopes the key called in the usage
+ * window (what the audit recommends); and what it may get at most, the v4 reach of the key's scopes.
  */
 export function successorCapabilities(core: Core, key: LegacyKeySummary, usage: readonly ScopeUsage[]): { suggested: Capability[]; allowed: Capability[] } {
-  const suggested =
-    key.cutover.successor?.capabilities ??
-    leastCapabilities(core.mappings.scopes, key.scopes, { rows: usage, since: usageWindowStart(core.now()) });
+  const previous = key.cutover.successor;
+  const suggested = previous
+    ? replacementOf(previous.capabilities, key.cutover.coverage.needed)
+    : leastCapabilities(core.mappings.scopes, key.scopes, { rows: usage, since: usageWindowStart(core.now()) });
   return { suggested, allowed: key.capabilities };
 }
 
@@ -166,8 +163,10 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor,
 
 /**
  * The facts of stage v2_quiet over `legacy_keys l`: no v2 call for quietDays (counted from the last
- * call, or the undo of an earlier disable: GREATEST skips a NULL) and a successor that works.
- * Checked again in the disabling UPDATE, so a v2 call recorded meanwhile keeps the key.
+ * call, or the undo of an earlier disable: GREATEST skips a NULL) and a successor that is still
+ * active and has been used. Checked again in the disabling UPDATE, so a v2 call recorded meanwhile
+ * keeps the key. Its calls' coverage of the needed capabilities was checked on the stage read
+ * before: only a v2 call (refused here as not quiet) or a revoked successor can undo it.
  */
 function quietWithWorkingSuccessor(core: Core): Sql {
   const quietBefore = new Date(core.now().getTime() - core.mappings.sunset.cutover.quietDays * DAY_MS).toISOString();
@@ -190,9 +189,13 @@ export function missingBeforeDisable(key: Pick<LegacyKeySummary, 'lastUsedAt' | 
   const { stage, successor, quietSince, quietFrom, quietDays, enabled } = key.cutover;
   if (stage === 'v2_quiet') return [];
   const missing: string[] = [];
+  const { lacking, unexercised } = key.cutover.coverage;
   if (!successor) missing.push('it has no successor v4 key');
   else if (!successor.active) missing.push(`its successor key ${successor.maskedKey} no longer works (revoked, or its user disabled)`);
+  else if (lacking.length > 0) missing.push(`its successor key ${successor.maskedKey} lacks ${lacking.join(', ')}, which its v2 calls need`);
+  else if (unexercised.length > 0) missing.push(`its successor key ${successor.maskedKey} has made no successful v4 call needing ${unexercised.join(', ')} yet`);
   else if (!successor.firstUsedAt) missing.push(`its successor key ${successor.maskedKey} has made no successful v4 call yet`);
+  if (stage === 'v2_unmovable_only') missing.push('its remaining v2 calls have no v4 successor, so disabling it stops them');
   if (quietFrom > now.toISOString()) {
     const ago = elapsed(now.getTime() - Date.parse(quietSince));
     const since = quietSince === key.lastUsedAt ? `v2 was called with it ${ago} ago` : quietSince === enabled?.at ? `its disable was undone ${ago} ago` : `it was registered ${ago} ago`;
@@ -257,9 +260,10 @@ export async function autoDisableQuietKeys(core: Core): Promise<LegacyKeySummary
   if (!autoDisable) return [];
   const disabled: LegacyKeySummary[] = [];
   for (const key of await listLegacyKeys(core)) {
-    const { stage, successor, quietSince } = key.cutover;
+    const { stage, stages, successor, quietSince } = key.cutover;
     if (stage !== 'v2_quiet' || !successor) continue;
-    const reason = `successor key ${successor.maskedKey} working since ${successor.firstUsedAt!.slice(0, 10)}; no v2 call since ${quietSince.slice(0, 10)} (quiet for ${quietDays} days)`;
+    const workingSince = stages.find((s) => s.stage === 'successor_working')!.at!;
+    const reason = `successor key ${successor.maskedKey} working since ${workingSince.slice(0, 10)}; no v2 call since ${quietSince.slice(0, 10)} (quiet for ${quietDays} days)`;
     const done = await disableIf(core, key.id, { by: 'policy', reason }, quietWithWorkingSuccessor(core));
     if (done) disabled.push(done);
   }
@@ -283,13 +287,13 @@ function startAutoDisable(core: Core): () => Promise<void> {
   };
 }
 
-/** Legacy keys per stage, all companies: five series, whatever the number of keys. */
+/** Legacy keys per stage, all companies: one series per stage, whatever the number of keys. */
 function registerStageGauge(core: Core): void {
   const name = 'svc_legacy_keys_by_stage';
   if (core.metrics.registry.getSingleMetric(name)) return;
   new Gauge({
     name,
-    help: 'Legacy v2 keys per cutover stage (v2_only, successor_minted, successor_working, v2_quiet, v2_disabled)',
+    help: `Legacy v2 keys per cutover stage (${CUTOVER_STAGES.join(', ')})`,
     labelNames: ['stage'] as const,
     registers: [core.metrics.registry],
     async collect() {

@@ -12,7 +12,8 @@ import { and, sql, type Sql } from '../store/sql.js';
 import { AppError, badRequest, conflict, notFound, validationError } from '../errors.js';
 import { closest } from '../did-you-mean.js';
 import { capabilitiesForScopes, scopeEntryFor, type Mappings } from './mappings.js';
-import { cutoverOf, type Cutover, type CutoverStage, type DisabledBy, type EnabledBy } from './cutover-stage.js';
+import { cutoverOf, usageWindowStart, type Cutover, type CutoverStage, type DisabledBy, type EnabledBy, type SuccessorFacts } from './cutover-stage.js';
+import { leastCapabilities, ruleFor, type ScopeUsage } from './scope-rules.js';
 
 /*
  * Legacy v2 keys, registered in the gateway. Each is bound to a company and holds v2 scopes;
@@ -133,6 +134,31 @@ interface LegacyKeyRow {
   successor_active: boolean | null;
 }
 
+const DAY_MS = 86_400_000;
+
+/** Per key, the v2 scopes it called since the UTC day `since`, each with its last day. */
+async function scopesCalled(db: Queryable, keyIds: string[], since: string): Promise<Map<string, ScopeUsage[]>> {
+  const rows = await db.query<{ key_id: string; scope: string; last_day: string }>(sql`
+    SELECT legacy_key_id AS key_id, scope, to_char(max(day), 'YYYY-MM-DD') AS last_day
+    FROM legacy_key_usage WHERE legacy_key_id = ANY(${keyIds}::text[]) AND day >= ${since}::date
+    GROUP BY legacy_key_id, scope`);
+  const byKey = new Map<string, ScopeUsage[]>();
+  for (const row of rows) byKey.set(row.key_id, [...(byKey.get(row.key_id) ?? []), { day: row.last_day, scope: row.scope, calls: 1 }]);
+  return byKey;
+}
+
+/** Per successor key, the capabilities its successful v4 calls exercised, first use first. */
+async function capabilitiesExercised(db: Queryable, keyIds: string[]): Promise<Map<string, SuccessorFacts['exercised']>> {
+  const rows = keyIds.length === 0
+    ? []
+    : await db.query<{ key_id: string; capability: Capability; at: string }>(sql`
+        SELECT key_id, capability, first_used_at AS at FROM api_key_capability_uses
+        WHERE key_id = ANY(${keyIds}::text[]) ORDER BY first_used_at, capability`);
+  const byKey = new Map<string, SuccessorFacts['exercised']>();
+  for (const { key_id, capability, at } of rows) byKey.set(key_id, [...(byKey.get(key_id) ?? []), { capability, at }]);
+  return byKey;
+}
+
 /** Reads keys with their cutover facts; the stage is derived at the core's clock. */
 async function selectKeys(db: Queryable, core: Core, where: Sql): Promise<LegacyKeySummary[]> {
   const rows = await db.query<LegacyKeyRow>(sql`
@@ -147,6 +173,14 @@ async function selectKeys(db: Queryable, core: Core, where: Sql): Promise<Legacy
     ORDER BY l.created_at, l.id`);
   const now = core.now();
   const { quietDays, autoDisable } = core.mappings.sunset.cutover;
+  const windowStart = usageWindowStart(now);
+  // Far enough back for both the needed capabilities (the usage window) and the last call with a successor (the quiet period).
+  const quietStart = new Date(now.getTime() - quietDays * DAY_MS).toISOString().slice(0, 10);
+  const [called, exercised] = await Promise.all([
+    scopesCalled(db, rows.map((row) => row.id), quietStart < windowStart ? quietStart : windowStart),
+    capabilitiesExercised(db, rows.flatMap((row) => (row.successor_key_id ? [row.successor_key_id] : []))),
+  ]);
+  const rules = core.mappings.scopes;
   return rows.map((row) => ({
     id: row.id,
     companyId: row.company_id,
@@ -161,8 +195,16 @@ async function selectKeys(db: Queryable, core: Core, where: Sql): Promise<Legacy
     lastUsedAt: row.last_used_at,
     cutover: cutoverOf(
       {
+        keyId: row.id,
         createdAt: row.created_at,
         lastUsedAt: row.last_used_at,
+        lastMovableDay:
+          (called.get(row.id) ?? [])
+            .filter((usage) => ruleFor(rules, usage.scope)?.capability !== undefined)
+            .map((usage) => usage.day)
+            .sort()
+            .at(-1) ?? null,
+        needed: leastCapabilities(rules, row.scopes, { rows: called.get(row.id) ?? [], since: windowStart }),
         // The bridge holds exactly the capabilities of the key's scopes with a successor.
         hasV4Successor: row.bridge_key_id !== null,
         successor: row.successor_key_id
@@ -172,6 +214,7 @@ async function selectKeys(db: Queryable, core: Core, where: Sql): Promise<Legacy
               capabilities: row.successor_capabilities!,
               mintedAt: row.successor_minted_at!,
               firstUsedAt: row.successor_first_used_at,
+              exercised: exercised.get(row.successor_key_id) ?? [],
               active: row.successor_active === true,
             }
           : null,

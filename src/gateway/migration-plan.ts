@@ -1,7 +1,7 @@
 import { CAPABILITIES, type Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
-import { legacyKeyFor, usageWindowStart } from './cutover.js';
-import { USAGE_WINDOW_DAYS, type Cutover } from './cutover-stage.js';
+import { legacyKeyFor } from './cutover.js';
+import { USAGE_WINDOW_DAYS, usageWindowStart, type Cutover } from './cutover-stage.js';
 import { dedicatedUserEmail, legacyKeyUsage } from './legacy-keys.js';
 import { buildMigrationGuide, routeAnchor, type FieldChange, type GuideCall, type GuideExample, type GuideEndpoint, type MigrationGuide } from './migration-guide.js';
 import type { Mappings } from './mappings.js';
@@ -169,19 +169,22 @@ function stepsOf(plan: Omit<MigrationPlan, 'steps'>): PlanStep[] {
     allowed: capabilities.allowed,
     windowDays: plan.window.days,
     successor,
+    coverage: successor ? cutover.coverage : null,
     quiet: { days: cutover.quietDays, from: cutover.quietFrom },
     staysOnV2: staysOnV2.map((e) => e.endpoint),
   });
   const quietDone = reached('v2_quiet') || disabled;
+  // Every call with a v4 successor has moved once only calls without one are left.
+  const movedDone = reached('v2_unmovable_only') || quietDone;
   steps.push(
-    { ...mint, done: successor !== null || disabled },
-    { ...firstCall, done: (successor?.firstUsedAt ?? null) !== null || disabled },
+    { ...mint, done: (successor !== null && cutover.coverage.lacking.length === 0) || disabled },
+    { ...firstCall, done: reached('successor_working') || disabled },
     ...endpoints.map(
       (e): PlanStep => ({
         id: 'move_calls',
         text: `Move ${e.endpoint} (${e.calls} call(s)) to ${e.successor.map((call) => `${call.method} ${call.path}`).join(', then ')}: ${e.guide}`,
         command: null,
-        done: quietDone,
+        done: movedDone,
       }),
     ),
     { ...quiet, done: quietDone },

@@ -1,8 +1,8 @@
 import type { Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { sql } from '../store/sql.js';
-import { successorCapabilities, usageWindowStart } from './cutover.js';
-import { CUTOVER_STAGES, type Cutover, type CutoverStage } from './cutover-stage.js';
+import { successorCapabilities } from './cutover.js';
+import { CUTOVER_STAGES, usageWindowStart, type Cutover, type CutoverStage } from './cutover-stage.js';
 import { listLegacyKeys } from './legacy-keys.js';
 import { scopeEntryFor } from './mappings.js';
 import { sunsetStatus, type SunsetStatus } from './sunset-status.js';

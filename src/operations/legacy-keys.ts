@@ -28,7 +28,9 @@ const ADMINS_ONLY = 'Human admins only (403 admin_only; 403 non_personal_user fo
 const Stage = z.enum(CUTOVER_STAGES);
 
 const Cutover = z.object({
-  stage: Stage.describe('v2_only → successor_minted → successor_working (its first successful v4 call) → v2_quiet → v2_disabled'),
+  stage: Stage.describe(
+    'v2_only → successor_minted → successor_working (its successful v4 calls cover the capabilities the key’s v2 calls in the usage window need; a new kind of v2 call moves it back) → v2_unmovable_only (its only v2 calls in the quiet period have no v4 successor: they work until the sunset) → v2_quiet → v2_disabled',
+  ),
   stages: z.array(z.object({ stage: Stage, at: Timestamp.nullable().describe('When the key reached it; null if not reached') })),
   successor: z
     .object({
@@ -38,9 +40,17 @@ const Cutover = z.object({
       capabilities: z.array(CapabilitySchema),
       mintedAt: Timestamp,
       firstUsedAt: Timestamp.nullable().describe('Its first successful v4 call'),
+      exercised: z.array(z.object({ capability: CapabilitySchema, at: Timestamp })).describe('Each capability its successful v4 calls needed, with the first such call'),
       active: z.boolean().describe('False once revoked or its user disabled: the cutover starts over'),
     })
     .nullable(),
+  coverage: z
+    .object({
+      needed: z.array(CapabilitySchema).describe('What the key’s v2 calls in the usage window need in v4'),
+      lacking: z.array(CapabilitySchema).describe('Needed, not held by the active successor: replace it (mint-successor --replace)'),
+      unexercised: z.array(CapabilitySchema).describe('Needed and held, but no successful v4 call of the successor has needed them yet'),
+    })
+    .describe('What the active successor’s calls still miss (lacking and unexercised are empty without one)'),
   quietDays: z.number().int().describe('No v2 call for this many days makes the key quiet (mappings/sunset.yaml)'),
   quietSince: Timestamp.describe('The last v2 call, the key’s creation or the undo of its disable, whichever is latest'),
   quietFrom: Timestamp.describe('When the key is (or, without another v2 call, will be) quiet'),

@@ -135,7 +135,7 @@ export async function invokeOperation(op: AnyOperation, ctx: RunnerContext, rawI
   const parsed = op.input.safeParse(rawInput);
   if (!parsed.success) throw validationError(parsed.error, `input to ${op.name}`);
   const result = await op.handler(ctx, parsed.data);
-  // A key's first success is what the cutover observes of a successor key (see FirstUseRecorder).
-  if (ctx.principal.credential.kind === 'api_key') ctx.core.keyFirstUse.record(ctx.principal.credential.keyId);
+  // A key's successes, per capability, are what the cutover observes of a successor key (see FirstUseRecorder).
+  if (ctx.principal.credential.kind === 'api_key') ctx.core.keyFirstUse.record(ctx.principal.credential.keyId, op.capability);
   return result;
 }

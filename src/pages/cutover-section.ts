@@ -17,6 +17,7 @@ export const STAGE_LABELS: Record<CutoverStage, string> = {
   v2_only: 'v2 only',
   successor_minted: 'successor minted',
   successor_working: 'successor working',
+  v2_unmovable_only: 'v2 calls without successor left',
   v2_quiet: 'v2 quiet',
   v2_disabled: 'v2 disabled',
 };

@@ -545,6 +545,20 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_expiry_idx ON idempotency_keys (expires_at);
 `,
   },
+  {
+    // Which capabilities each API key's successful v4 calls exercised, and when first: a successor key
+    // counts as working once its calls cover what the legacy key's v2 calls need. Written once per
+    // key and capability (src/access/first-use.ts), so a few rows per key, never one per call.
+    id: '0020_api_key_capability_uses',
+    up: `
+CREATE TABLE api_key_capability_uses (
+  key_id text NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,
+  capability text NOT NULL,
+  first_used_at timestamptz NOT NULL,
+  PRIMARY KEY (key_id, capability)
+);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -45,7 +45,7 @@ async function stageGauge(s: ListeningTestApp): Promise<Record<string, number>> 
   return Object.fromEntries([...text.matchAll(/^svc_legacy_keys_by_stage\{stage="(\w+)"\} (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
 }
 
-const gaugeWith = (stage: string) => ({ v2_only: 0, successor_minted: 0, successor_working: 0, v2_quiet: 0, v2_disabled: 0, [stage]: 1 });
+const gaugeWith = (stage: string) => ({ v2_only: 0, successor_minted: 0, successor_working: 0, v2_unmovable_only: 0, v2_quiet: 0, v2_disabled: 0, [stage]: 1 });
 
 /** The end of every legacy_key_in_use message: what overrides the refusal. */
 const FORCE_HINT = 'Disabling it would cut off an integration that may still be live; to disable it anyway, force it with a reason (force: true and reason; svc: --force --reason)';
@@ -152,17 +152,18 @@ describe.each(backends())('legacy key cutover [%s]', (backend) => {
     expect(cutover.successor).toMatchObject({ capabilities: ['mcp:employees:read'], mintedAt: '2026-11-03T09:00:00.000Z', firstUsedAt: null, active: true });
     expect(cutoverRow(page, legacy.id).text).toContain('v2 only 2026-11-02 · successor minted 2026-11-03');
 
-    // Day 2: a refused v4 call is not "working"; the first successful one is, and only that one counts.
+    // Day 2: a refused v4 call is not "working", nor is a first success needing no capability; one needing what v2 called is.
     clock.advance(1);
     expect((await client(s.app, successorKey).get('/v4/teams')).status).toBe(403);
     expect((await readKey(legacy.id)).cutover.stage).toBe('successor_minted');
     const me = await client(s.app, successorKey).get('/v4/me');
     expect(me.status).toBe(200);
     expect(me.body.data.user).toMatchObject({ email: `v4-successor+${legacy.id}@co-acme.invalid`, role: 'admin', displayName: 'Demo v2 address sync (v4)' });
+    expect((await readKey(legacy.id)).cutover.stage).toBe('successor_minted');
     clock.advance(1);
     expect((await client(s.app, successorKey).get(`/v4/employees/${employeeId}`)).status).toBe(200);
     ({ cutover } = await expectStage(legacy.id, 'successor_working'));
-    expect(cutover.successor?.firstUsedAt).toBe('2026-11-04T09:00:00.000Z');
+    expect(cutover.successor).toMatchObject({ firstUsedAt: '2026-11-04T09:00:00.000Z', exercised: [{ capability: 'mcp:employees:read', at: '2026-11-05T09:00:00.000Z' }] });
 
     // Day 5: the integration still calls v2 once; quiet counts from there.
     clock.advance(2);
@@ -243,7 +244,7 @@ describe.each(backends())('legacy key cutover [%s]', (backend) => {
     expect((await mint({})).body.error.code).toBe('successor_exists');
 
     // Replacing keeps the user and the capabilities, revokes the old key and starts "working" over.
-    expect((await client(s.app, first.body.data.successor.apiKey).get('/v4/me')).status).toBe(200);
+    expect((await client(s.app, first.body.data.successor.apiKey).get('/v4/employees')).status).toBe(200);
     expect((await readKey(legacy.id)).cutover.stage).toBe('successor_working');
     const second = await mint({ replace: true });
     expect(second.status).toBe(201);
@@ -300,7 +301,7 @@ describe.each(backends())('legacy key cutover, automatic policy [%s]', (backend)
     for (const key of [done, unused, busy]) expect((await callV2(key.rawKey!)).statusCode).toBe(200);
     const successors: Record<string, string> = {};
     for (const key of [done, unused, busy]) successors[key.id] = (await admin.post(`/v4/admin/legacy-keys/${key.id}/successor`, {})).body.data.successor.apiKey;
-    for (const key of [done, busy]) expect((await client(s.app, successors[key.id]).get('/v4/me')).status).toBe(200);
+    for (const key of [done, busy]) expect((await client(s.app, successors[key.id]).get(`/v4/employees/${s.demo.employees.dana}`)).status).toBe(200);
 
     clock.advance(10);
     expect((await callV2(busy.rawKey!)).statusCode).toBe(200);
@@ -440,6 +441,9 @@ describe.each(backends())('legacy key cutover through svc [%s]', { timeout: 120_
 
     clock.advance(1);
     expect((await run(['whoami'], minted.successor.apiKey)).user.email).toBe(`v4-successor+${legacy.id}@co-acme.invalid`);
+    // whoami needs no capability: it checks the key, and covers none of what the v2 calls need.
+    expect(await planStage(legacy.id)).toBe('successor_minted');
+    expect((await run(['employees', 'get', s.demo.employees.dana], minted.successor.apiKey)).id).toBe(s.demo.employees.dana);
     expect(await planStage(legacy.id)).toBe('successor_working');
     await expectStage(legacy.id, 'successor_working');
     // Confirmed, yet refused by the API: v2 was called two days ago.
@@ -502,7 +506,7 @@ describe.each(backends())('legacy key cutover, the forced disable and the audit 
     const refused = await admin.post(`${path}/disable`, { reason: 'moving on' });
     expect([refused.status, refused.body.error.code]).toEqual([409, 'legacy_key_in_use']);
     expect(refused.body.error.details.missing).toEqual([
-      `its successor key ${second.body.data.key.cutover.successor.maskedKey} has made no successful v4 call yet`,
+      `its successor key ${second.body.data.key.cutover.successor.maskedKey} has made no successful v4 call needing mcp:employees:read yet`,
       'v2 was called with it less than a minute ago, so it is quiet only on 2026-11-16 (after 14 days without a v2 call)',
     ]);
     expect((await admin.post(`${path}/disable`, { force: true })).body.error.details).toEqual([
