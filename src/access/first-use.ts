@@ -2,17 +2,18 @@ import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 import type { Capability } from './capabilities.js';
 
-/** Keys and capabilities remembered per process before the memory starts over (a repeat write is harmless). */
-const REMEMBERED_USES = 10_000;
+/** Keys remembered per process before the memory starts over (a repeat write is harmless). */
+const REMEMBERED_KEYS = 10_000;
 
 /**
  * Records each API key's first successful v4 call, and the first success with each capability it
  * exercised, once: the cutover observes a successor key working from them. A process remembers what
  * it has written, so a key costs one write per capability per process, never one per request (on the
- * request path: a string and a set lookup); the write is off the request path.
+ * request path: two lookups, no allocation); the write is off the request path.
  */
 export class FirstUseRecorder {
-  private readonly written = new Set<string>();
+  /** Per key, the capabilities written (null: the first call itself). */
+  private readonly written = new Map<string, Set<Capability | null>>();
   private readonly pending = new Set<Promise<void>>();
 
   constructor(
@@ -23,10 +24,14 @@ export class FirstUseRecorder {
 
   /** A successful call of the key, with the capability it needed (null for one that needs none, such as whoami). */
   record(keyId: string, capability: Capability | null): void {
-    const use = capability === null ? keyId : `${keyId} ${capability}`;
-    if (this.written.has(use)) return;
-    if (this.written.size >= REMEMBERED_USES) this.written.clear();
-    this.written.add(use);
+    let uses = this.written.get(keyId);
+    if (uses?.has(capability)) return;
+    if (!uses) {
+      if (this.written.size >= REMEMBERED_KEYS) this.written.clear();
+      uses = new Set();
+      this.written.set(keyId, uses);
+    }
+    uses.add(capability);
     const at = this.now().toISOString();
     const firstCall = sql`UPDATE api_keys SET first_used_at = ${at} WHERE id = ${keyId} AND first_used_at IS NULL`;
     const write = this.db
@@ -41,7 +46,7 @@ export class FirstUseRecorder {
         () => undefined,
         (error: unknown) => {
           // Tried again on the key's next call.
-          this.written.delete(use);
+          this.written.get(keyId)?.delete(capability);
           this.onError(error);
         },
       )

@@ -84,7 +84,7 @@ export function cutoverSection(report: MigrationReport, csrfToken: string): Html
   const byPolicy = report.keys.filter((key) => key.cutover.disabled?.by === 'policy');
   const companyName = new Map(report.companies.map((company) => [company.id, company.name]));
   return html`<section aria-labelledby="cutover-heading"><h2 id="cutover-heading">Cutover per key</h2>
-<p>Each key moves from v2 only to its successor v4 key: minted, observed working (its first successful v4 call), v2 quiet (no v2 call for ${quietDays} days), then disabled.
+<p>Each key moves from v2 only to its successor v4 key: minted, observed working (its successful v4 calls cover the capabilities its v2 calls need), v2 calls without successor left (only those for ${quietDays} days), v2 quiet (no v2 call for ${quietDays} days), then disabled.
 <span data-testid="keys-by-stage">${CUTOVER_STAGES.map((stage) => `${STAGE_LABELS[stage]}: ${keysByStage[stage]}`).join(' · ')}</span></p>
 <table id="cutover"><thead><tr><th scope="col">Key</th><th scope="col">Stage</th><th scope="col">Dates (UTC)</th><th scope="col">Next step</th></tr></thead>
 <tbody>${report.keys.map(
@@ -107,5 +107,5 @@ export function mintedSuccessorNotice({ key, successor }: MintedSuccessor): Html
 <p class="notice">Copy this key now. It is shown only once; the service keeps only a hash of it.</p>
 <p class="secret" data-testid="successor-key">${successor.apiKey}</p>
 <p>It acts as the non-personal user <code>${successor.userEmail}</code> with ${successor.capabilities.map((c) => html`<code>${c}</code> `)}.
-Hand it to the integration's owner: send it in <code>X-API-KEY</code> and verify with <code>GET /v4/me</code>; its first successful call moves the key to “successor working”.</p></section>`;
+Hand it to the integration's owner: send it in <code>X-API-KEY</code> and verify with <code>GET /v4/me</code>. The key is “successor working” once its successful calls cover every capability the key’s v2 calls need.</p></section>`;
 }

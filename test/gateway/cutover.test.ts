@@ -124,7 +124,7 @@ describe.each(backends())('legacy key cutover [%s]', (backend) => {
     // v2 only: the page offers the successor with what the key called; the scope it never called is left unticked.
     let { cutover, page } = await expectStage(legacy.id, 'v2_only');
     expect(cutover).toMatchObject({ successor: null, disabled: null, quietSince: '2026-11-02T09:00:00.000Z', quietFrom: '2026-11-16T09:00:00.000Z', nextStep: 'Mint its successor v4 key for the integration' });
-    expect(cutover.stages.map((st) => st.at)).toEqual(['2026-11-02T09:00:00.000Z', null, null, null, null]);
+    expect(cutover.stages.map((st) => st.at)).toEqual(['2026-11-02T09:00:00.000Z', null, null, null, null, null]);
     expect(page).toMatch(new RegExp(`action="/app/migration/keys/${legacy.id}/successor"`));
     expect(page).toContain('<input type="checkbox" name="capabilities" value="mcp:employees:read" checked>');
     expect(page).toContain('<input type="checkbox" name="capabilities" value="mcp:employees:write">');
@@ -204,7 +204,7 @@ describe.each(backends())('legacy key cutover [%s]', (backend) => {
     expect((await client(s.app, successorKey).get('/v4/me')).status).toBe(200);
     ({ cutover, page } = await expectStage(legacy.id, 'v2_disabled'));
     expect(cutover.nextStep).toBeNull();
-    expect(cutover.stages.map((st) => st.at?.slice(0, 10) ?? null)).toEqual(['2026-11-02', '2026-11-03', '2026-11-04', '2026-11-21', '2026-11-22']);
+    expect(cutover.stages.map((st) => st.at?.slice(0, 10) ?? null)).toEqual(['2026-11-02', '2026-11-03', '2026-11-05', null, '2026-11-21', '2026-11-22']);
     expect(cutoverRow(page, legacy.id).text).toContain('Disabled 2026-11-22 09:00 UTC by an admin: moved to v4, ticket OPS-12');
     expect((await admin.post(`/v4/admin/legacy-keys/${legacy.id}/disable`, {})).body.error.code).toBe('legacy_key_disabled');
   });

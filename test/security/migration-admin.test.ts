@@ -166,7 +166,7 @@ describe.each(backends())('migration administration [%s]', (backend) => {
 
       // The automatic policy disables the quiet key; undone, it is not disabled again until quiet once more.
       const successorKey = (await mintSuccessor(legacy.id)).apiKey;
-      expect((await client(s.app, successorKey).get('/v4/me')).status).toBe(200);
+      expect((await client(s.app, successorKey).get('/v4/employees')).status).toBe(200);
       clock.advance(15);
       expect((await autoDisableQuietKeys(s.core)).map((k) => k.id)).toContain(legacy.id);
       expect(await callV2(legacy.rawKey!)).toBe(401);

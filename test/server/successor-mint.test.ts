@@ -55,10 +55,12 @@ describe('a successor key minted on a running embedded server [pglite]', () => {
     const me = await call('/v4/me', minted.body.data.successor.apiKey);
     expect(me.status).toBe(200);
     expect(me.body.data.user.email).toBe(`v4-successor+${addressSync.id}@co-acme.invalid`);
-    const after = await call(`/v4/admin/legacy-keys/${addressSync.id}`, demo.apiKeys.admin);
-    expect(after.body.data.key.cutover.stage).toBe('successor_working');
-    // The legacy key itself still answers on v2 until it is disabled.
+    const stage = async () => (await call(`/v4/admin/legacy-keys/${addressSync.id}`, demo.apiKeys.admin)).body.data.key.cutover.stage as string;
+    // Authenticated, but not yet working: it has not read an employee, as the v2 calls do.
+    expect(await stage()).toBe('successor_minted');
     const [employee] = (await call('/v4/employees?limit=1', minted.body.data.successor.apiKey)).body.data.employees as Array<{ id: string }>;
+    expect(await stage()).toBe('successor_working');
+    // The legacy key itself still answers on v2 until it is disabled.
     const v2 = await fetch(`${url}/v2/employees/${employee!.id}/deliveryAddress`, { headers: { 'x-api-key': demo.legacyKeys.addressOnly } });
     expect(v2.status).toBe(200);
   });
