@@ -179,5 +179,5 @@ function successorMintedStep(facts: CutoverFacts, { lacking, unexercised }: Cuto
   if (unexercised.length > 0) {
     return `Make successful v4 calls with the successor key ${key} needing ${unexercised.join(', ')}, as the key's v2 calls do: it works once its calls cover them`;
   }
-  return `Make a first v4 call with the successor key ${key} (GET /v4/me): the key's v2 calls need no capability it has not exercised`;
+  return `Make a first v4 call with the successor key ${key} (GET /v4/me): no v2 call of the key in the last ${USAGE_WINDOW_DAYS} days has a v4 successor, so its first success shows it working`;
 }
