@@ -1,4 +1,5 @@
-import { createHmac, createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import { createHmac, createPrivateKey, generateKeyPair } from 'node:crypto';
+import { promisify } from 'node:util';
 import type { ClientMetadata, Provider } from 'oidc-provider';
 import { baseUrlOf, type Config } from '../config.js';
 import type { Queryable } from '../store/db.js';
@@ -35,9 +36,10 @@ export interface OAuthServer {
  * key is generated as DER and exported from a key object of its own: on Node 20, exporting the generated
  * key object itself as JWK could deadlock the process (the export holds the key's lock while allocating;
  * a garbage collection then ran the finished generation job's destructor, which takes the same lock).
+ * Generated on the thread pool, so start-up goes on meanwhile (synchronously it held the start a fifth of a second).
  */
-export function ephemeralJwks() {
-  const { privateKey } = generateKeyPairSync('rsa', {
+export async function ephemeralJwks() {
+  const { privateKey } = await generateRsaKeyPair('rsa', {
     modulusLength: 2048,
     privateKeyEncoding: { type: 'pkcs8', format: 'der' },
     publicKeyEncoding: { type: 'spki', format: 'der' },
@@ -53,6 +55,8 @@ export interface OAuthServerOptions {
   now: () => Date;
   fetchClientMetadata?: typeof fetch | undefined;
 }
+
+const generateRsaKeyPair = promisify(generateKeyPair);
 
 /** A client_id that is an https URL names its metadata document (CIMD); the others were registered here. */
 export function isMetadataDocumentClient(clientId: string): boolean {
@@ -73,12 +77,13 @@ export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
 async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string): Promise<Provider> {
   const { config, db, secretKey, now, fetchClientMetadata } = options;
   // oidc-provider 9 warns once at import on Node 20 (it supports 22+); our tests cover its use here.
-  const { Provider, errors } = await import('oidc-provider');
+  // The key is made on the thread pool while it loads.
+  const [{ Provider, errors }, jwks] = await Promise.all([import('oidc-provider'), ephemeralJwks()]);
   const cookieKey = createHmac('sha256', secretKey).update('oauth-cookies').digest('base64url');
 
   const provider = new Provider(issuer, {
     adapter: createAdapterClass({ db, now, refreshGraceSeconds: config.oauthRefreshGraceSeconds }),
-    jwks: ephemeralJwks(),
+    jwks,
     cookies: {
       keys: [cookieKey],
       long: { signed: true, httpOnly: true, sameSite: 'lax' },

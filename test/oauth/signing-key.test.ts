@@ -17,8 +17,8 @@ const PROVIDER = fileURLToPath(new URL('../../dist/src/oauth/provider.js', impor
 const KEYS = 120;
 
 describe('the provider signing key', () => {
-  it('is an RS256 private JWK whose public part is a 2048-bit RSA key', () => {
-    const [jwk] = ephemeralJwks().keys;
+  it('is an RS256 private JWK whose public part is a 2048-bit RSA key', async () => {
+    const [jwk] = (await ephemeralJwks()).keys;
     expect(jwk).toMatchObject({ kty: 'RSA', use: 'sig', alg: 'RS256', kid: 'ephemeral', d: expect.any(String) });
     expect(createPublicKey({ key: { kty: 'RSA', n: jwk!.n!, e: jwk!.e! }, format: 'jwk' }).asymmetricKeyDetails?.modulusLength).toBe(2048);
   });
@@ -28,7 +28,7 @@ describe('the provider signing key', () => {
       const { ephemeralJwks } = await import(${JSON.stringify(PROVIDER)});
       let garbage = [];
       for (let i = 0; i < ${KEYS}; i++) {
-        ephemeralJwks();
+        await ephemeralJwks();
         for (let j = 0; j < 2000; j++) garbage.push({ j, text: 'x'.repeat(50) });
         if (garbage.length > 20000) garbage = [];
       }
