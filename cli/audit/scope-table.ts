@@ -5,6 +5,7 @@ import { parse } from 'yaml';
 import type { ScopeRuleLike } from '../../src/gateway/scope-rules.js';
 import type { SunsetSchedule } from '../../src/gateway/sunset-status.js';
 import { usageError } from '../exit-codes.js';
+import { DEFAULT_QUIET_DAYS } from '../../src/gateway/cutover-stage.js';
 
 /*
  * The bundled scope table (mappings/scopes.yaml) and sunset (mappings/sunset.yaml), read without
@@ -44,9 +45,6 @@ function readYaml(dir: string, file: string): unknown {
     throw usageError(`The scope maps in ${dir} are unusable: ${file}: ${(error as Error).message}`);
   }
 }
-
-/** The server's default when sunset.yaml has no cutover section (src/gateway/mappings.ts). */
-const DEFAULT_QUIET_DAYS = 14;
 
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
 

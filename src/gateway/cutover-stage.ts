@@ -27,6 +27,9 @@ export type EnabledBy = (typeof ENABLED_BY)[number];
 
 const DAY_MS = 86_400_000;
 
+/** How long a key with a working successor goes without a v2 call before it is quiet, unless sunset.yaml's cutover says otherwise. */
+export const DEFAULT_QUIET_DAYS = 14;
+
 /** The usage window of a successor's least capability set, as the `svc migrate audit --key` default. */
 export const USAGE_WINDOW_DAYS = 30;
 

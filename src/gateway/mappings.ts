@@ -9,6 +9,7 @@ import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capab
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { ruleCovers as entryMatches, ruleFor as scopeEntryFor } from './scope-rules.js';
+import { DEFAULT_QUIET_DAYS } from './cutover-stage.js';
 
 /** The v2 → v4 maps are unusable: the message names the file and the entry at fault. */
 export class MappingError extends Error {
@@ -197,7 +198,7 @@ const SunsetFileSchema = z.strictObject({
       autoDisable: z.boolean().default(false),
       checkEveryMinutes: z.number().positive().default(60),
     })
-    .default({ quietDays: 14, autoDisable: false, checkEveryMinutes: 60 }),
+    .default({ quietDays: DEFAULT_QUIET_DAYS, autoDisable: false, checkEveryMinutes: 60 }),
 });
 
 export type ScopeStatus = z.output<typeof ScopeEntrySchema>['status'];

@@ -2,13 +2,13 @@ import { mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/core.js';
 import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { baseApp } from '../../src/http/app.js';
 import { createLogOutput } from '../../src/log-output.js';
-import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
+import { EVENTUALLY, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 
 /*
  * The request line is written straight to the logger's stream (not through pino's per-line path),
@@ -142,7 +142,9 @@ describe('request log', () => {
     expect(response.status).toBe(200);
     const failed = await fetch(`${app.baseUrl}/v4/employees`);
     expect(failed.status).toBe(401);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // A line logged after both answers: once it is out, a request line written at either answer would be too.
+    app.core.logger.warn('after both requests');
+    await vi.waitFor(() => expect(lines.some((line) => line.msg === 'after both requests')).toBe(true), EVENTUALLY);
     expect(lines.filter((line) => line.msg === 'request completed')).toEqual([]);
   });
 
