@@ -1,4 +1,5 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   isInitializeRequest,
   isJSONRPCErrorResponse,
@@ -26,8 +27,8 @@ import { registerIcons } from './icons.js';
 import { inFlightLimit, type Release } from './in-flight.js';
 import { createMcpMetrics } from './metrics.js';
 import { createModernLeg, header, modernRoute, MODERN_PROTOCOL_VERSIONS, type ModernRoute } from './modern.js';
-import { acceptsBatches, answerWithoutSdkServer, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
-import { canElicit } from './tool-calls.js';
+import { acceptsBatches, answerWithoutSdkServer, capabilitiesInRevision, createMcpServer, negotiateVersion, PROTOCOL_VERSIONS } from './server.js';
+import { canElicit, type McpCallContext } from './tool-calls.js';
 import { newSessionId, principalBinding, sharedSessionStore, type McpSession } from './sessions.js';
 import { canCall, toolOperation } from './tools.js';
 
@@ -36,6 +37,12 @@ import { canCall, toolOperation } from './tools.js';
 export const MCP_BODY_LIMIT_BYTES = 64 * 1024;
 /** MCP requests one credential may have in flight on one instance (an approval's stream holds its place). */
 export const MCP_IN_FLIGHT_PER_CREDENTIAL = 8;
+/**
+ * The most messages in one JSON-RPC batch (2025-03-26). A batch holds one place in flight and runs its
+ * calls one after another, so this bounds how long one POST can keep its place: a client wanting more
+ * sends more POSTs, each counted against the credential's places like any other.
+ */
+export const MCP_BATCH_MAX_MESSAGES = 16;
 
 /** JSON-RPC error codes the SDK's transport uses for HTTP-level refusals. */
 const SERVER_ERROR = -32000;
@@ -62,7 +69,7 @@ function refuse(reply: FastifyReply, status: number, message: string, code = SER
     .send({ jsonrpc: '2.0', id: requestIdOf(reply.request.body), error: { code, message, ...(errorCode === undefined ? {} : { data: { code: errorCode } }) } });
 }
 
-/** The POST's JSON-RPC message; undefined when the body is not one (a batch is refused before, see acceptsBatches). */
+/** The JSON-RPC message the body (or a batch's element) is; undefined when it is none. */
 function parseBody(body: unknown): JSONRPCMessage | undefined {
   const parsed = JSONRPCMessageSchema.safeParse(body);
   return parsed.success ? parsed.data : undefined;
@@ -99,6 +106,20 @@ interface ServedCall {
 
 function wantsApproval(session: McpSession, request: JSONRPCRequest): boolean {
   return canElicit(session.clientCapabilities) && calledTool(request)?.readOnly === false;
+}
+
+const errorAnswer = (id: string | number | null, code: number, message: string) => JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
+
+/**
+ * The answer to a session request that needs no SDK server, as JSON text: a tool call naming no tool,
+ * or a plain tool call (see answerWithoutSdkServer); undefined for the rest.
+ */
+async function answerDirectly(context: McpCallContext, session: McpSession, request: JSONRPCRequest): Promise<string | undefined> {
+  if (request.method === 'tools/call' && typeof request.params?.name !== 'string') {
+    // The SDK would answer an internal error (-32603) for the client's mistake.
+    return errorAnswer(request.id, INVALID_PARAMS, 'params.name must be a tool name (a string)');
+  }
+  return answerWithoutSdkServer(context, request, session.clientCapabilities);
 }
 
 export async function registerMcp(app: FastifyInstance, core: Core): Promise<void> {
@@ -248,10 +269,10 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       // A batch belongs to a session (initialize may not be in one), whose revision decides.
       const session = await sessionOf(request, reply, principal);
       if (!session) return reply;
-      // Thousands of calls in one POST would hold the instance for seconds.
       if (!acceptsBatches(session.protocolVersion)) {
         return refuse(reply, 400, `JSON-RPC batches are not part of MCP ${session.protocolVersion}: send one message per POST`, INVALID_REQUEST);
       }
+      return postBatch(request, reply, principal, session, request.body as unknown[]);
     }
     const message = parseBody(request.body);
     if (!message) return refuse(reply, 400, 'The body must be a JSON-RPC 2.0 message', PARSE_ERROR);
@@ -265,15 +286,69 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) replies.deliver(session.id, message);
       return reply.status(202).send();
     }
-    if (message.method === 'tools/call' && typeof message.params?.name !== 'string') {
-      // The SDK would answer an internal error (-32603) for the client's mistake.
-      return reply.type('application/json').send({ jsonrpc: '2.0', id: message.id, error: { code: INVALID_PARAMS, message: 'params.name must be a tool name (a string)' } });
-    }
     if (refusedForScope(reply, principal, message)) return reply;
-    const context = { core, principal, requestId: request.id, metrics, log: request.log };
-    const answer = await answerWithoutSdkServer(context, message, session.clientCapabilities);
+    const answer = await answerDirectly(callContext(request, principal), session, message);
     if (answer) return reply.type('application/json').send(answer);
     return serve(request, reply, { principal, session, request: message, created: false, release });
+  }
+
+  function callContext(request: FastifyRequest, principal: Principal): McpCallContext {
+    return { core, principal, requestId: request.id, metrics, log: request.log };
+  }
+
+  /**
+   * A JSON-RPC batch of a revision that has them, within the limits: the body's size (as any POST),
+   * MCP_BATCH_MAX_MESSAGES messages, and the one place in flight the POST holds, its calls run one
+   * after another. Requests are answered in one array, in order; an element that is no message, or
+   * is initialize, gets its own error. A call needing a scope the grant lacks refuses the whole batch
+   * with the step-up challenge before any call runs. Such revisions have no elicitation (see
+   * capabilitiesInRevision), so no call here asks for approval on a stream.
+   */
+  async function postBatch(request: FastifyRequest, reply: FastifyReply, principal: Principal, session: McpSession, elements: unknown[]): Promise<FastifyReply> {
+    if (elements.length === 0) return refuse(reply, 400, 'A JSON-RPC batch must hold at least one message', INVALID_REQUEST);
+    if (elements.length > MCP_BATCH_MAX_MESSAGES) {
+      const message = `A JSON-RPC batch may hold at most ${MCP_BATCH_MAX_MESSAGES} messages; this one holds ${elements.length}: send the rest in another POST`;
+      return refuse(reply, 400, message, INVALID_REQUEST, 'batch_too_large');
+    }
+    const messages = elements.map(parseBody);
+    for (const message of messages) {
+      if (message && isRequest(message) && refusedForScope(reply, principal, message)) return reply;
+    }
+    const context = callContext(request, principal);
+    let sdk: { server: Server; transport: JsonResponseTransport } | undefined;
+    const answers: string[] = [];
+    try {
+      for (const message of messages) {
+        if (!message) {
+          answers.push(errorAnswer(null, INVALID_REQUEST, 'Each element of a batch must be a JSON-RPC 2.0 message'));
+        } else if (!isRequest(message)) {
+          if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) replies.deliver(session.id, message);
+        } else if (message.method === 'initialize') {
+          answers.push(errorAnswer(message.id, INVALID_REQUEST, 'initialize may not be part of a JSON-RPC batch'));
+        } else {
+          const direct = await answerDirectly(context, session, message);
+          if (direct) {
+            answers.push(direct);
+            continue;
+          }
+          sdk ??= await connectedServer(context, session);
+          const answer = await sdk.transport.answer(message, { requestInfo: { headers: request.headers } });
+          if (answer) answers.push(JSON.stringify(answer));
+        }
+      }
+    } finally {
+      await sdk?.server.close();
+    }
+    // Notifications and replies alone are accepted with nothing to answer, as one of them would be.
+    if (answers.length === 0) return reply.status(202).send();
+    return reply.type('application/json').send(`[${answers.join(',')}]`);
+  }
+
+  async function connectedServer(context: McpCallContext, session: McpSession): Promise<{ server: Server; transport: JsonResponseTransport }> {
+    const server = createMcpServer(context, session.clientCapabilities);
+    const transport = new JsonResponseTransport();
+    await server.connect(transport);
+    return { server, transport };
   }
 
   /** Opens a session for an initialize request, within the principal's hourly allowance, and answers it. */
@@ -290,11 +365,12 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       if (!(error instanceof AppError) || error.status !== 429) throw error;
       return refuse(reply, 429, error.message, SERVER_ERROR, error.code);
     }
+    const version = negotiateVersion(initialize.params.protocolVersion);
     const session: McpSession = {
       id: newSessionId(),
       boundTo: principalBinding(principal),
-      protocolVersion: negotiateVersion(initialize.params.protocolVersion),
-      clientCapabilities: initialize.params.capabilities,
+      protocolVersion: version,
+      clientCapabilities: capabilitiesInRevision(version, initialize.params.capabilities),
       clientInfo: initialize.params.clientInfo,
       createdAt: core.now().getTime(),
     };
@@ -333,17 +409,17 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   async function serve(request: FastifyRequest, reply: FastifyReply, call: ServedCall) {
     const { principal, session, created } = call;
     const approval = wantsApproval(session, call.request);
-    const server = createMcpServer({ core, principal, requestId: request.id, metrics, log: request.log }, session.clientCapabilities);
     hijackKeepingHeaders(reply);
     if (created) reply.raw.setHeader('mcp-session-id', session.id);
 
     if (!approval) {
-      const transport = new JsonResponseTransport(reply.raw);
-      await server.connect(transport);
+      const { server, transport } = await connectedServer(callContext(request, principal), session);
       reply.raw.on('close', () => void server.close());
-      transport.receive(call.request, { requestInfo: { headers: request.headers } });
+      const answer = await transport.answer(call.request, { requestInfo: { headers: request.headers } });
+      if (answer) reply.raw.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
       return reply;
     }
+    const server = createMcpServer(callContext(request, principal), session.clientCapabilities);
     // A write that asks the user for approval needs the SDK's stream to ask on. While it waits on the
     // user it holds no place in flight: the user's answer comes back in a POST of its own, which needs one.
     call.release();

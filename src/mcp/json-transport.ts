@@ -1,16 +1,17 @@
-import type { ServerResponse } from 'node:http';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCErrorResponse, JSONRPCMessage, JSONRPCRequest, JSONRPCResultResponse, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCErrorResponse, JSONRPCMessage, JSONRPCRequest, JSONRPCResultResponse, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
 
-const isAnswer = (message: JSONRPCMessage): message is JSONRPCResultResponse | JSONRPCErrorResponse =>
-  'id' in message && ('result' in message || 'error' in message);
+export type JsonRpcAnswer = JSONRPCResultResponse | JSONRPCErrorResponse;
+
+const isAnswer = (message: JSONRPCMessage): message is JsonRpcAnswer => 'id' in message && ('result' in message || 'error' in message);
 
 /**
- * One POST answered with one `application/json` body, the Streamable HTTP form for a request
- * that needs no stream, written straight to Node's response. The SDK's own transport turns
- * every request into a web Request/Response pair and back; on the hot path (a read tool call)
- * that conversion cost more than the call itself. Requests that may need the stream (a write
- * asking for approval) still go through the SDK's transport.
+ * Requests fed to an SDK server one by one, each answer handed back to the caller, which writes it as
+ * the POST's `application/json` body (the Streamable HTTP form for requests that need no stream), or
+ * as one element of a batch's. The SDK's own transport turns every request into a web
+ * Request/Response pair and back; on the hot path (a read tool call) that conversion cost more than
+ * the call itself. Requests that may need the stream (a write asking for approval) still go through
+ * the SDK's transport.
  */
 export class JsonResponseTransport implements Transport {
   onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
@@ -18,25 +19,32 @@ export class JsonResponseTransport implements Transport {
   onerror?: (error: Error) => void;
 
   private closed = false;
-
-  constructor(private readonly res: ServerResponse) {}
+  private readonly waiting = new Map<RequestId, (answer: JsonRpcAnswer | undefined) => void>();
 
   async start(): Promise<void> {}
 
-  /** Feeds the POST's one request to the server; its answer is the response. */
-  receive(request: JSONRPCRequest, extra: MessageExtraInfo): void {
-    this.onmessage?.(request, extra);
+  /** The server's answer to the request; undefined when the transport closed first. */
+  answer(request: JSONRPCRequest, extra: MessageExtraInfo): Promise<JsonRpcAnswer | undefined> {
+    if (this.closed) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      this.waiting.set(request.id, resolve);
+      this.onmessage?.(request, extra);
+    });
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
-    // Only the answer goes out: a notification has no stream to travel on here.
-    if (!isAnswer(message) || this.closed) return;
-    this.res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message));
+    // Only answers go out: a notification has no stream to travel on here.
+    if (!isAnswer(message) || message.id === undefined) return;
+    const resolve = this.waiting.get(message.id);
+    this.waiting.delete(message.id);
+    resolve?.(message);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const resolve of this.waiting.values()) resolve(undefined);
+    this.waiting.clear();
     this.onclose?.();
   }
 }

@@ -19,24 +19,42 @@ import { approvalRequest, asksApproval, declinedResult, directToolCall, refusalO
 import { listTools, toolAnswerJson, toolOperation, type ToolResult } from './tools.js';
 
 /*
- * The server of the 2025 eras (2025-11-25, 2025-06-18) on SDK v1: sessions opened by initialize,
- * approvals asked by a server-initiated elicitation/create on the request's stream.
+ * The server of the session revisions (2025-11-25 back to 2024-11-05) on SDK v1: sessions opened by
+ * initialize, approvals asked by a server-initiated elicitation/create on the request's stream.
  */
 
-/** The session-based protocol versions; the newest is offered to a client asking for another. */
-export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18'] as const;
+/** The session-based protocol versions, newest first; a client asking for another is offered the newest. */
+export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] as const;
+
+type SessionVersion = (typeof PROTOCOL_VERSIONS)[number];
 
 /**
- * Whether a revision takes a JSON-RPC batch (several messages in one POST). Neither served here does:
- * 2025-06-18 removed batching, so every POST carries one message. A revision that has them (2025-03-26)
- * needs a batch path with its limits before it may say yes: one batch would otherwise stall the instance.
+ * What a revision's messages may carry, where the revisions differ for this server. JSON-RPC batches
+ * (several messages in one POST) came with 2025-03-26 and went with 2025-06-18; they are served under
+ * the batch limits of the endpoint (src/mcp/endpoint.ts). Elicitation, which approvals ask through,
+ * came with 2025-06-18: a client of an older revision cannot answer it, whatever it declares.
  */
-const ACCEPTS_BATCHES: Record<(typeof PROTOCOL_VERSIONS)[number], boolean> = { '2025-11-25': false, '2025-06-18': false };
+const REVISIONS: Record<SessionVersion, { batches: boolean; elicitation: boolean }> = {
+  '2025-11-25': { batches: false, elicitation: true },
+  '2025-06-18': { batches: false, elicitation: true },
+  '2025-03-26': { batches: true, elicitation: false },
+  '2024-11-05': { batches: false, elicitation: false },
+};
+
+const revision = (version: string) => REVISIONS[version as SessionVersion] as (typeof REVISIONS)[SessionVersion] | undefined;
 
 export function acceptsBatches(version: string): boolean {
-  return ACCEPTS_BATCHES[version as keyof typeof ACCEPTS_BATCHES] ?? false;
+  return revision(version)?.batches ?? false;
 }
 
+/** The client's capabilities as its revision defines them: elicitation declared before it existed is dropped. */
+export function capabilitiesInRevision(version: string, declared: ClientCapabilities): ClientCapabilities {
+  if (revision(version)?.elicitation !== false || declared.elicitation === undefined) return declared;
+  const { elicitation: _undefinedInRevision, ...defined } = declared;
+  return defined;
+}
+
+/** The client's version when it is served here, else the newest (the client then accepts it or disconnects). */
 export function negotiateVersion(requested: string): string {
   return (PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : PROTOCOL_VERSIONS[0];
 }

@@ -142,11 +142,11 @@ describe.each(backends())('MCP 2026-07-28 beside the 2025 eras [%s]', (backend) 
     });
 
     it('keeps the 2025 answer for a client without the envelope naming a date it does not know, so it falls back to initialize', async () => {
-      const response = await rawPost(s.mcpUrl, { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }, { 'x-api-key': admin(), 'mcp-protocol-version': '2024-11-05' });
+      const response = await rawPost(s.mcpUrl, { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }, { 'x-api-key': admin(), 'mcp-protocol-version': '2024-10-07' });
       expect(response.status).toBe(400);
       const body = await jsonOf(response);
       expect(body.error.code).toBe(-32000);
-      expect(body.error.message).toContain(`supported: ${MODERN}, 2025-11-25, 2025-06-18`);
+      expect(body.error.message).toContain(`supported: ${MODERN}, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05`);
     });
 
     it.each([
