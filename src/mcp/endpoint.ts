@@ -222,6 +222,8 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     if (protocolVersion !== undefined && (MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
       return refuse(reply.header('allow', 'POST'), 405, `The ${protocolVersion} revision has no sessions: POST each request with its _meta`);
     }
+    // A served version other than the session's is no refusal (the SDK's transport accepts it too, and
+    // clients in the field send one): the session's revision, negotiated at initialize, governs.
     if (protocolVersion !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
       // Deliberately not the 2026-07-28 error (-32022): a dual-era client falls back to initialize on this one.
       return refuse(reply, 400, `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${[...MODERN_PROTOCOL_VERSIONS, ...PROTOCOL_VERSIONS].join(', ')}`);
@@ -267,7 +269,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     }
     if (Array.isArray(request.body)) {
       // A batch belongs to a session (initialize may not be in one), whose revision decides.
-      const session = await sessionOf(request, reply, principal);
+      const session = await boundSession(request, reply, principal);
       if (!session) return reply;
       if (!acceptsBatches(session.protocolVersion)) {
         return refuse(reply, 400, `JSON-RPC batches are not part of MCP ${session.protocolVersion}: send one message per POST`, INVALID_REQUEST);
@@ -279,7 +281,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     const initialize = initializeRequest(message);
     if (initialize) return open(request, reply, principal, initialize, release);
 
-    const session = await sessionOf(request, reply, principal);
+    const session = await boundSession(request, reply, principal);
     if (!session) return reply;
     if (!isRequest(message)) {
       // A notification, or the client's reply to one of our requests: nothing to answer.
@@ -376,18 +378,6 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     };
     await sessions.create(session);
     return serve(request, reply, { principal, session, request: initialize, created: true, release });
-  }
-
-  /** The POST's bound session, in the revision it negotiated; otherwise the refusal is sent. */
-  async function sessionOf(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<McpSession | undefined> {
-    const session = await boundSession(request, reply, principal);
-    if (!session) return undefined;
-    const version = header(request, 'mcp-protocol-version');
-    if (version !== undefined && version !== session.protocolVersion) {
-      void refuse(reply, 400, `MCP-Protocol-Version ${version} differs from the session's ${session.protocolVersion}`);
-      return undefined;
-    }
-    return session;
   }
 
   /**

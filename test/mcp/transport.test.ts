@@ -56,10 +56,17 @@ describe.each(backends())('MCP transport: sessions, versions, headers, credentia
       }
     });
 
-    it('refuses a supported version other than the session negotiated', async () => {
-      const { sessionId } = await initialize(key(), '2025-06-18');
-      const response = await rawPost(s.mcpUrl, LIST_TOOLS, { 'x-api-key': key(), 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' });
-      expect(response.status).toBe(400);
+    it('serves a session in the revision it negotiated, whichever served version the header names', async () => {
+      // As SDK v1's transport does: clients in the field (conformance 0.1.16 among them) send 2025-03-26 in a 2025-11-25 session.
+      const { sessionId } = await initialize(key(), '2025-11-25');
+      const headers = { 'x-api-key': key(), 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-03-26' };
+      const listed = await rawPost(s.mcpUrl, LIST_TOOLS, headers);
+      expect(listed.status).toBe(200);
+      expect((await rpcBody(listed)).result.tools).toHaveLength(27);
+      // The header cannot lend the session a batch its revision does not have.
+      const batch = await rawPost(s.mcpUrl, [LIST_TOOLS], headers);
+      expect(batch.status).toBe(400);
+      expect((await jsonOf(batch)).error.message).toBe('JSON-RPC batches are not part of MCP 2025-11-25: send one message per POST');
     });
   });
 
