@@ -6,7 +6,7 @@ import { createAuthenticator } from '../../src/access/authenticate.js';
 import type { Capability } from '../../src/access/capabilities.js';
 import { loadUserByEmail, principalFromUser } from '../../src/access/principal.js';
 import { unauthorized } from '../../src/errors.js';
-import { data, jsonOf } from './support/mcp.js';
+import { data, initializeBody, jsonOf, rawPost } from './support/mcp.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 
 const GRANTED: Capability[] = ['mcp:employees:read', 'mcp:orders:read'];
@@ -106,6 +106,21 @@ describe('MCP with an OAuth access token', () => {
     const allowed = await call('whoami');
     expect(allowed.status).toBe(200);
     expect((await jsonOf(allowed)).result.structuredContent.credential).toMatchObject({ kind: 'oauth' });
+  });
+
+  it('steps up a 2025-03-26 batch as a whole: one call lacking its scope refuses the batch with the challenge', async () => {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const init = await rawPost(s.mcpUrl, initializeBody('2025-03-26'), headers);
+    const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    const whoami = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'whoami', arguments: {} } };
+    const search = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'search_inventory', arguments: {} } };
+    const denied = await rawPost(s.mcpUrl, [whoami, search], session);
+    expect(denied.status).toBe(403);
+    expect(denied.headers.get('www-authenticate')).toContain('scope="mcp:employees:read mcp:orders:read mcp:inventory:read"');
+    expect((await jsonOf(denied)).error).toMatchObject({ data: { code: 'insufficient_scope' } });
+    const allowed = await rawPost(s.mcpUrl, [whoami], session);
+    expect(allowed.status).toBe(200);
+    expect((await jsonOf(allowed))[0].result.structuredContent.credential).toMatchObject({ kind: 'oauth' });
   });
 
   it('answers an invalid or revoked token with 401 invalid_token', async () => {
