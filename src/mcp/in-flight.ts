@@ -38,8 +38,10 @@ export function inFlightLimit(registry: Registry, limit: number): InFlightLimit 
         else counts.delete(who);
         gauge.dec();
       };
-      // 'close' follows a finished response and a connection lost alike, hijacked streams included.
-      reply.raw.once('close', release);
+      // 'close' follows a finished response and a connection lost alike, hijacked streams included. A
+      // client gone while the request was authenticated closed it already: the place is given back now.
+      if (reply.raw.closed) release();
+      else reply.raw.once('close', release);
       return release;
     },
   };

@@ -1,4 +1,5 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MCP_BODY_LIMIT_BYTES, MCP_IN_FLIGHT_PER_CREDENTIAL } from '../../src/mcp/endpoint.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
@@ -82,6 +83,47 @@ describe.each(backends())('one credential cannot hold the MCP endpoint [%s]', (b
     for (const { answer } of held) expect((await answer).statusCode).toBe(200);
     await vi.waitFor(async () => expect(await inFlight()).toBe(0), { timeout: 20_000, interval: 20 });
     expect((await rawPost(s.mcpUrl, whoami(10), flooder)).status).toBe(200);
+  });
+
+  it('gives back the place of a client gone while its request was authenticated', async () => {
+    const inFlight = async () => (await s.core.metrics.registry.getSingleMetric('svc_mcp_requests_in_flight')!.get()).values[0]?.value ?? 0;
+    // Authentication waits until the client's connection is gone on the server's side too.
+    const serverSockets: Socket[] = [];
+    const onConnection = (socket: Socket) => serverSockets.push(socket);
+    s.app.server.on('connection', onConnection);
+    let authenticating!: () => void;
+    const reached = new Promise<void>((resolve) => (authenticating = resolve));
+    let letThrough!: () => void;
+    const gate = new Promise<void>((resolve) => (letThrough = resolve));
+    const auth = s.core.auth;
+    const authenticate = auth.authenticate.bind(auth);
+    let authenticated!: () => void;
+    const admitted = new Promise<void>((resolve) => (authenticated = resolve));
+    auth.authenticate = async (...args) => {
+      authenticating();
+      await gate;
+      const principal = await authenticate(...args);
+      authenticated();
+      return principal;
+    };
+    try {
+      const request = httpRequest(s.mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': 1000, 'x-api-key': s.demo.apiKeys.employee } });
+      request.on('error', () => undefined);
+      request.write('{"jsonrpc"');
+      await reached;
+      const socket = serverSockets.at(-1)!;
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      request.destroy();
+      await closed;
+      letThrough();
+      await admitted;
+      // The admission's place is taken in the same turn as authentication ends: one turn later it is settled.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await inFlight()).toBe(0);
+    } finally {
+      auth.authenticate = authenticate;
+      s.app.server.off('connection', onConnection);
+    }
   });
 
   it('lets writes waiting on the user’s approval hold no place: the answers come back, every call completes', async () => {
