@@ -99,6 +99,7 @@ export async function openMcpSession(
   mcpUrl: string,
   key: Record<string, string>,
   call: { name: string; arguments: Record<string, unknown> },
+  protocolVersion: string = MCP_PROTOCOL_VERSION,
 ): Promise<{ callHeaders: Record<string, string>; body: string }> {
   const headers = { ...key, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   const post = (body: unknown, extra: Record<string, string> = {}) =>
@@ -107,14 +108,14 @@ export async function openMcpSession(
     jsonrpc: '2.0',
     id: 0,
     method: 'initialize',
-    params: { protocolVersion: MCP_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
+    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
   });
   const sessionId = init.headers.get('mcp-session-id');
   await init.arrayBuffer();
   if (!sessionId) throw new Error(`initialize answered ${init.status} without a session`);
   await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': sessionId })).arrayBuffer();
   return {
-    callHeaders: { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': MCP_PROTOCOL_VERSION },
+    callHeaders: { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': protocolVersion },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call }),
   };
 }

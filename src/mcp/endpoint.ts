@@ -9,6 +9,7 @@ import {
   type JSONRPCMessage,
   type JSONRPCRequest,
 } from '@modelcontextprotocol/sdk/types.js';
+import { setImmediate as yieldToOtherRequests } from 'node:timers/promises';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../access/principal.js';
 import type { AnyOperation } from '../operations/operation.js';
@@ -320,7 +321,9 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     let sdk: { server: Server; transport: JsonResponseTransport } | undefined;
     const answers: string[] = [];
     try {
-      for (const message of messages) {
+      for (const [index, message] of messages.entries()) {
+        // Between two calls other requests get their turn: a batch costs the instance what as many POSTs would.
+        if (index > 0) await yieldToOtherRequests();
         if (!message) {
           answers.push(errorAnswer(null, INVALID_REQUEST, 'Each element of a batch must be a JSON-RPC 2.0 message'));
         } else if (!isRequest(message)) {
