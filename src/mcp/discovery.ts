@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../core.js';
-import { DEFAULT_SCOPES } from '../oauth/request-params.js';
 import { OAUTH_SCOPES } from '../oauth/scopes.js';
 
 export const MCP_PATH = '/mcp';
@@ -17,11 +16,13 @@ function resourceMetadataUrl(baseUrl: string): string {
 
 /**
  * The WWW-Authenticate challenge of every 401 and 403 of the MCP endpoint (RFC 6750 §3, RFC 9728 §5.1):
- * where the metadata is, and the scopes to ask for (the reads, unless a step-up names more).
+ * where the metadata is, and the scopes to ask for. A first challenge names every scope OAuth grants:
+ * clients ask for what it names, and many never step up later (SDK v1 clients answer a 403 by
+ * refreshing); the consent page and the role still decide what is granted.
  */
 export function bearerChallenge(core: Core, options: { error?: 'invalid_token' | 'insufficient_scope'; scope?: readonly string[] } = {}): string {
   const error = options.error ? `error="${options.error}", ` : '';
-  return `Bearer ${error}scope="${(options.scope ?? DEFAULT_SCOPES).join(' ')}", resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`;
+  return `Bearer ${error}scope="${(options.scope ?? OAUTH_SCOPES).join(' ')}", resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`;
 }
 
 /** RFC 9728 protected-resource metadata with the spec's four fields. */

@@ -48,6 +48,8 @@ declare module 'oidc-provider' {
   export class GrantModel {
     constructor(properties: { accountId: string; clientId: string });
     jti: string;
+    /** What the user declined, per resource: space-separated scopes. */
+    rejected?: { resources?: Record<string, string> };
     addOIDCScope(scope: string): void;
     addOIDCClaims(claims: string[]): void;
     addResourceScope(resource: string, scope: string): void;

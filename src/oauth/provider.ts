@@ -1,6 +1,6 @@
 import { createHmac, createPrivateKey, generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { ClientMetadata, Provider } from 'oidc-provider';
+import type { ClientMetadata, GrantModel, Provider } from 'oidc-provider';
 import { baseUrlOf, type Config } from '../config.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
@@ -46,6 +46,30 @@ export async function ephemeralJwks() {
   });
   const key = createPrivateKey({ key: privateKey, format: 'der', type: 'pkcs8' });
   return { keys: [{ ...key.export({ format: 'jwk' }), use: 'sig', alg: 'RS256', kid: 'ephemeral' }] };
+}
+
+/**
+ * Forgets that the user declined `scopes` of `resource` at an earlier consent. oidc-provider asks the
+ * user only for what a grant has neither given nor declined, and what is declined stays out of tokens:
+ * a client asking again for a declined scope (a step-up) must be asked, and given it if the user agrees.
+ */
+export function forgetDeclined(grant: GrantModel, resource: string, scopes: readonly string[]): void {
+  const declined = grant.rejected?.resources;
+  const kept = declined?.[resource]?.split(' ').filter((scope) => !scopes.includes(scope));
+  if (!declined || kept === undefined) return;
+  if (kept.length > 0) declined[resource] = kept.join(' ');
+  else delete declined[resource];
+}
+
+/** The part of oidc-provider's context that loading a grant reads. */
+interface GrantLoadingContext {
+  oidc: {
+    provider: Provider;
+    client: { clientId: string };
+    params: { scope?: unknown };
+    session: { grantIdFor(clientId: string): string | undefined };
+    result?: { consent?: { grantId?: string } };
+  };
 }
 
 export interface OAuthServerOptions {
@@ -115,6 +139,16 @@ async function buildProvider(options: OAuthServerOptions, issuer: string, resour
       },
     },
     pkce: { required: () => true },
+    // As oidc-provider's own (the grant just consented to, else the browser session's for this client),
+    // except that a new request for a scope the user declined before goes to consent again.
+    loadExistingGrant: async (ctx: GrantLoadingContext) => {
+      const consented = ctx.oidc.result?.consent?.grantId;
+      const grantId = consented ?? ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+      const grant = grantId ? await ctx.oidc.provider.Grant.find(grantId) : undefined;
+      const requested = typeof ctx.oidc.params.scope === 'string' ? ctx.oidc.params.scope.split(' ') : [];
+      if (grant && !consented) forgetDeclined(grant, resource, requested);
+      return grant;
+    },
     ...(fetchClientMetadata ? { fetch: fetchClientMetadata } : {}),
     features: {
       devInteractions: { enabled: false },

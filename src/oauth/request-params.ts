@@ -7,7 +7,7 @@ import { isOAuthScope, OAUTH_SCOPES } from './scopes.js';
  */
 
 /** What a client that names no permission is offered: reading, never writing. */
-export const DEFAULT_SCOPES: readonly string[] = OAUTH_SCOPES.filter((scope) => scope.endsWith(':read'));
+const DEFAULT_SCOPES: readonly string[] = OAUTH_SCOPES.filter((scope) => scope.endsWith(':read'));
 
 /**
  * `resource` in its RFC 3986 normal form (WHATWG URL: scheme and host lower-cased, default port

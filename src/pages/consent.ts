@@ -3,7 +3,7 @@ import type { InteractionDetails } from 'oidc-provider';
 import { ROLE_CEILING } from '../access/capabilities.js';
 import type { UserRow } from '../access/principal.js';
 import { AppError, badRequest } from '../errors.js';
-import { isMetadataDocumentClient } from '../oauth/provider.js';
+import { forgetDeclined, isMetadataDocumentClient } from '../oauth/provider.js';
 import { describePermission, isOAuthScope, type OAuthScope } from '../oauth/scopes.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { redirectHost } from './connections.js';
@@ -57,7 +57,8 @@ function consentBody(consent: ConsentRequest, user: UserRow, csrfToken: string):
   const host = redirectHost(consent.redirectUri);
   const permissions = consent.grantable.map((scope) => {
     const { label, readOnly, tools } = describePermission(scope);
-    return html`<li><label><input type="checkbox" name="scopes" value="${scope}"${readOnly ? html` checked` : ''}>
+    // Checked as asked (within the role): a client stepping up asked for the write it needs; the user may uncheck.
+    return html`<li><label><input type="checkbox" name="scopes" value="${scope}" checked>
 <strong>${label}</strong> <code>${scope}</code>${readOnly ? '' : html` <em>(changes data)</em>`}</label>
 <span class="tools">Unlocks: ${tools.join(', ')}</span></li>`;
   });
@@ -131,8 +132,9 @@ export async function registerConsentPages(app: FastifyInstance, ctx: PageContex
     const promptDetails = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
     if (promptDetails.missingOIDCScope) grant.addOIDCScope(promptDetails.missingOIDCScope.join(' '));
     if (promptDetails.missingOIDCClaims) grant.addOIDCClaims(promptDetails.missingOIDCClaims);
+    forgetDeclined(grant, resource, chosen);
     grant.addResourceScope(resource, chosen.join(' '));
-    // Unchosen scopes are rejected, not missing, so the provider does not ask again.
+    // Unchosen scopes are rejected, not missing, so the provider does not ask again in this authorization.
     const rejected = (details.params.scope ?? '').split(' ').filter((s) => s && !PROTOCOL_SCOPES.has(s) && !(chosen as string[]).includes(s));
     if (rejected.length > 0) grant.rejectResourceScope(resource, rejected.join(' '));
     const grantId = await grant.save();

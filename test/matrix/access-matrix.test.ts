@@ -401,7 +401,7 @@ describe.each(backends())('access matrix (%s)', (backend) => {
   it('regression: a legacy key on /mcp gets the 401 challenge pointing to the protected-resource metadata', async () => {
     const response = await rawPost(t.mcpUrl, initializeBody(), { 'x-api-key': legacy.get('legacy_key')! });
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(`Bearer scope="mcp:employees:read mcp:orders:read mcp:inventory:read", resource_metadata="${t.baseUrl}/.well-known/oauth-protected-resource"`);
+    expect(response.headers.get('www-authenticate')).toBe(`Bearer scope="mcp:employees:read mcp:employees:write mcp:orders:read mcp:orders:write mcp:inventory:read", resource_metadata="${t.baseUrl}/.well-known/oauth-protected-resource"`);
     expect(((await response.json()) as { error: unknown }).error).toMatchObject({ code: 'api_key_not_user_bound' });
   });
 

@@ -201,7 +201,7 @@ describe.each(backends())('MCP transport: sessions, versions, headers, credentia
     it('answers an unauthenticated request with 401 pointing to the protected-resource metadata', async () => {
       const response = await rawPost(s.mcpUrl, initializeBody());
       expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toBe(`Bearer scope="mcp:employees:read mcp:orders:read mcp:inventory:read", resource_metadata="${s.baseUrl}/.well-known/oauth-protected-resource"`);
+      expect(response.headers.get('www-authenticate')).toBe(`Bearer scope="mcp:employees:read mcp:employees:write mcp:orders:read mcp:orders:write mcp:inventory:read", resource_metadata="${s.baseUrl}/.well-known/oauth-protected-resource"`);
       const invalidToken = await rawPost(s.mcpUrl, initializeBody(), { authorization: 'Bearer nonsense' });
       expect(invalidToken.status).toBe(401);
       expect(invalidToken.headers.get('www-authenticate')).toMatch(/^Bearer error="invalid_token", scope="[^"]+", resource_metadata="/);

@@ -195,7 +195,7 @@ describe.each(backends())('OAuth rules (%s)', (backend) => {
 
   it('the 401 challenge names the scopes to ask for first', async () => {
     const response = await rawPost(s.mcpUrl, initializeBody());
-    expect(response.headers.get('www-authenticate')).toContain('scope="mcp:employees:read mcp:orders:read mcp:inventory:read"');
+    expect(response.headers.get('www-authenticate')).toContain('scope="mcp:employees:read mcp:employees:write mcp:orders:read mcp:orders:write mcp:inventory:read"');
   });
 
   it('a registered client nobody authorizes expires after a day and is purged; the first consent keeps it', async () => {

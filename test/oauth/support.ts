@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import * as oauth from 'oauth4webapi';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -100,6 +102,57 @@ export async function authorizeInBrowser(
   });
   if (done.html) throw new Error(`consent did not redirect: ${done.response.status} ${done.html.slice(0, 500)}`);
   return { callback: new URL(done.url), consentHtml };
+}
+
+/**
+ * What a desktop MCP client keeps: its registration, tokens and the pending PKCE verifier. The SDK v2
+ * client's provider interface has the same shape, so this one serves both SDKs.
+ */
+export class MemoryOAuthProvider implements OAuthClientProvider {
+  readonly redirectUrl = 'http://127.0.0.1:47123/oauth/callback';
+  /** Where the client last sent the user to authorize. */
+  authorizationUrl: URL | undefined;
+  private info: OAuthClientInformationMixed | undefined;
+  private saved: OAuthTokens | undefined;
+  private verifier = '';
+  private discovered: OAuthDiscoveryState | undefined;
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: 'MCP SDK test client',
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+  saveDiscoveryState(state: OAuthDiscoveryState) {
+    this.discovered = state;
+  }
+  discoveryState() {
+    return this.discovered;
+  }
 }
 
 export interface RegisteredClient {
