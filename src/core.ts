@@ -140,7 +140,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
       config,
       db,
       logger,
-      auth: createAuthenticator(db, { idTokens, accessTokens: createAccessTokenVerifier(db, oauth.resource, now), changes: feed }),
+      auth: createAuthenticator(db, { idTokens, accessTokens: createAccessTokenVerifier(db, oauth, now), changes: feed }),
       mailer,
       secretKey,
       now,

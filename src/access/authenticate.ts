@@ -20,7 +20,8 @@ export interface Authenticator {
 
 /** Verifies an OAuth access token (issued for the MCP resource) to its user and granted scopes; throws a 401 AppError. */
 export interface AccessTokenVerifier {
-  verify(token: string): Promise<Principal>;
+  /** `host`: the request's Host header, which names the address (and so the resource) it reached. */
+  verify(token: string, host: string | undefined): Promise<Principal>;
 }
 
 function singleHeader(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -139,7 +140,7 @@ export function createAuthenticator(db: Queryable, { idTokens, accessTokens, cha
         if (surface === 'mcp') {
           if (!match) throw unauthorized('invalid_authorization', 'Authorization must be "Bearer <OAuth access token>"');
           if (!accessTokens) throw unauthorized('oauth_not_configured', 'OAuth is not enabled here; send X-API-KEY: svc_sk_…');
-          return accessTokens.verify(match[1]!);
+          return accessTokens.verify(match[1]!, headers.host);
         }
         if (!match) throw unauthorized('invalid_authorization', 'Authorization must be "Bearer <ID token>"');
         return byIdToken(match[1]!);

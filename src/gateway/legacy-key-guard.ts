@@ -50,7 +50,7 @@ export function refuseLegacyKeysOnV4(core: Core) {
     if (!surface) return undefined;
     core.metrics.gateway.recordLegacyKeyRejected(surface);
     // Every 401 of the MCP endpoint points to the protected-resource metadata (spec, Errors), this one too.
-    if (surface === 'mcp') void reply.header('www-authenticate', bearerChallenge(core));
+    if (surface === 'mcp') void reply.header('www-authenticate', bearerChallenge(core, request));
     return unauthorized('api_key_not_user_bound', NOT_USER_BOUND_MESSAGE);
   };
 }

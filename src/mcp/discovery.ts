@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
 import { OAUTH_SCOPES } from '../oauth/scopes.js';
 
@@ -8,6 +8,11 @@ const METADATA_PATH = '/.well-known/oauth-protected-resource';
 /** The base URL clients reach us at: the OAuth issuer's, so resource and authorization-server URLs always agree. */
 export function publicBaseUrl(core: Core): string {
   return core.oauth.issuer;
+}
+
+/** The base URL a request reached us at (see OAuthServer.at): the one its discovery documents and challenges name. */
+export function requestBaseUrl(core: Core, request: FastifyRequest): string {
+  return core.oauth.at(request.headers.host).issuer;
 }
 
 function resourceMetadataUrl(baseUrl: string): string {
@@ -20,9 +25,13 @@ function resourceMetadataUrl(baseUrl: string): string {
  * clients ask for what it names, and many never step up later (SDK v1 clients answer a 403 by
  * refreshing); the consent page and the role still decide what is granted.
  */
-export function bearerChallenge(core: Core, options: { error?: 'invalid_token' | 'insufficient_scope'; scope?: readonly string[] } = {}): string {
+export function bearerChallenge(
+  core: Core,
+  request: FastifyRequest,
+  options: { error?: 'invalid_token' | 'insufficient_scope'; scope?: readonly string[] } = {},
+): string {
   const error = options.error ? `error="${options.error}", ` : '';
-  return `Bearer ${error}scope="${(options.scope ?? OAUTH_SCOPES).join(' ')}", resource_metadata="${resourceMetadataUrl(publicBaseUrl(core))}"`;
+  return `Bearer ${error}scope="${(options.scope ?? OAUTH_SCOPES).join(' ')}", resource_metadata="${resourceMetadataUrl(requestBaseUrl(core, request))}"`;
 }
 
 /** RFC 9728 protected-resource metadata with the spec's four fields. */
@@ -43,6 +52,6 @@ export const DISCOVERY_PATHS = [...RESOURCE_METADATA_PATHS, '/.well-known/oauth-
 
 export function registerProtectedResourceMetadata(app: FastifyInstance, core: Core): void {
   for (const url of RESOURCE_METADATA_PATHS) {
-    app.get(url, async () => protectedResourceMetadata(publicBaseUrl(core)));
+    app.get(url, async (request) => protectedResourceMetadata(requestBaseUrl(core, request)));
   }
 }

@@ -198,7 +198,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 401) throw error;
       const challenge = header(request, 'authorization') === undefined ? undefined : 'invalid_token';
-      void reply.header('www-authenticate', bearerChallenge(core, { error: challenge }));
+      void reply.header('www-authenticate', bearerChallenge(core, request, { error: challenge }));
       return refuse(reply, 401, error.message, SERVER_ERROR, error.code);
     }
     const release = inFlight.enter(principalBinding(principal), reply);
@@ -393,7 +393,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     if (scope === undefined) return false;
     metrics.recordToolCall(calledTool(request)?.name ?? 'unknown', 'insufficient_scope');
     const wanted = [...new Set([...principal.credential.scopes, scope])];
-    void reply.header('www-authenticate', bearerChallenge(core, { error: 'insufficient_scope', scope: wanted }));
+    void reply.header('www-authenticate', bearerChallenge(core, reply.request, { error: 'insufficient_scope', scope: wanted }));
     void refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, 'insufficient_scope');
     return true;
   }

@@ -2,6 +2,7 @@ import { createHmac, createPrivateKey, generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { ClientMetadata, GrantModel, Provider } from 'oidc-provider';
 import { baseUrlOf, type Config } from '../config.js';
+import { LOOPBACK_HOSTS } from '../http/loopback.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 import { createAdapterClass } from './adapter.js';
@@ -22,13 +23,27 @@ export const OAUTH_PATHS = {
 /** Where oidc-provider sends the browser to sign in and consent (our own pages). */
 export const interactionPath = (uid: string) => `/app/interaction/${uid}`;
 
-export interface OAuthServer {
-  /** oidc-provider, imported on first use: commands that serve no HTTP never load it. */
-  provider(): Promise<Provider>;
-  /** The authorization server's issuer: the service's base URL. */
+/** The authorization server at one address of the service. */
+export interface OAuthAddress {
+  /** The issuer: the service's base URL at this address. */
   issuer: string;
-  /** The MCP endpoint: the only resource (RFC 8707) tokens are issued for, and their audience. */
+  /** The MCP endpoint at this address: the resource (RFC 8707) its tokens are issued for, and their audience. */
   resource: string;
+  /** oidc-provider for this issuer, imported and built on first use: commands that serve no HTTP never load it. */
+  provider(): Promise<Provider>;
+}
+
+/** The authorization server at its configured address (PUBLIC_BASE_URL, else http://HOST:PORT), and at the others. */
+export interface OAuthServer extends OAuthAddress {
+  /**
+   * The address a request reached, from its Host header. With PUBLIC_BASE_URL unset, a loopback name
+   * on the configured port (localhost, 127.0.0.1 or [::1]) is taken as the client wrote it: clients
+   * check that the metadata names the URL they were given. Any other Host, and every Host once
+   * PUBLIC_BASE_URL is set, gets the configured address: a Host header is never reflected otherwise.
+   */
+  at(host: string | undefined): OAuthAddress;
+  /** The MCP resource at every address: a connection is granted for one of them. */
+  resources: readonly string[];
 }
 
 /**
@@ -88,21 +103,36 @@ export function isMetadataDocumentClient(clientId: string): boolean {
 }
 
 export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
-  const issuer = baseUrlOf(options.config).replace(/\/+$/, '');
-  const resource = `${issuer}/mcp`;
-  let loading: Promise<Provider> | undefined;
+  const { config } = options;
+  // One signing key for every address's provider, made on the thread pool while the first one loads.
+  let jwks: ReturnType<typeof ephemeralJwks> | undefined;
+  const addressOf = (issuer: string): OAuthAddress => {
+    const resource = `${issuer}/mcp`;
+    let loading: Promise<Provider> | undefined;
+    return { issuer, resource, provider: () => (loading ??= buildProvider(options, issuer, resource, (jwks ??= ephemeralJwks()))) };
+  };
+  const configured = addressOf(baseUrlOf(config).replace(/\/+$/, ''));
+  // Keyed by URL host (name and port as the URL parser writes them); the configured address keeps its own provider.
+  const byHost = new Map<string, OAuthAddress>();
+  if (!config.publicBaseUrl) {
+    const configuredHost = URL.parse(configured.issuer)?.host;
+    for (const name of LOOPBACK_HOSTS) {
+      const address = addressOf(new URL(`http://${name}:${config.port}`).origin);
+      const host = new URL(address.issuer).host;
+      byHost.set(host, host === configuredHost ? configured : address);
+    }
+  }
   return {
-    issuer,
-    resource,
-    provider: () => (loading ??= buildProvider(options, issuer, resource)),
+    ...configured,
+    at: (host) => (host === undefined ? undefined : byHost.get(URL.parse(`http://${host}`)?.host ?? '')) ?? configured,
+    resources: [...new Set([configured.resource, ...[...byHost.values()].map((address) => address.resource)])],
   };
 }
 
-async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string): Promise<Provider> {
+async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string, signingKey: ReturnType<typeof ephemeralJwks>): Promise<Provider> {
   const { config, db, secretKey, now, fetchClientMetadata } = options;
   // oidc-provider 9 warns once at import on Node 20 (it supports 22+); our tests cover its use here.
-  // The key is made on the thread pool while it loads.
-  const [{ Provider, errors }, jwks] = await Promise.all([import('oidc-provider'), ephemeralJwks()]);
+  const [{ Provider, errors }, jwks] = await Promise.all([import('oidc-provider'), signingKey]);
   const cookieKey = createHmac('sha256', secretKey).update('oauth-cookies').digest('base64url');
 
   const provider = new Provider(issuer, {

@@ -1,11 +1,12 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Provider } from 'oidc-provider';
 import type { Core } from '../core.js';
 import { AppError } from '../errors.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { noteErrorCode } from '../http/request-log.js';
 import { REGISTRATION_LIMITS } from './client-policy.js';
 import { observeOAuth } from './metrics.js';
-import { OAUTH_PATHS, type OAuthServer } from './provider.js';
+import { OAUTH_PATHS, type OAuthAddress } from './provider.js';
 import { adjustAuthorizationParams } from './request-params.js';
 import { OAUTH_SCOPES } from './scopes.js';
 import { hijackKeepingHeaders } from '../http/hijack.js';
@@ -19,7 +20,7 @@ const PREHANDLED_PATHS: ReadonlySet<string> = new Set([
 ]);
 
 /** RFC 8414 authorization-server metadata: the spec's fields, and only the five grantable scopes. */
-export function authorizationServerMetadata(oauth: Pick<OAuthServer, 'issuer'>) {
+export function authorizationServerMetadata(oauth: Pick<OAuthAddress, 'issuer'>) {
   const at = (path: string) => `${oauth.issuer}${path}`;
   return {
     issuer: oauth.issuer,
@@ -125,12 +126,25 @@ function clientIdOf(body: unknown): string | undefined {
  */
 export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Promise<void> {
   const { oauth } = core;
-  app.get('/.well-known/oauth-authorization-server', async (_request, reply) =>
-    reply.header('cache-control', 'public, max-age=300').send(authorizationServerMetadata(oauth)),
+  const addressOf = (request: FastifyRequest) => oauth.at(request.headers.host);
+  app.get('/.well-known/oauth-authorization-server', async (request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').send(authorizationServerMetadata(addressOf(request))),
   );
-  const provider = await oauth.provider();
-  observeOAuth(provider, core.metrics.registry);
-  const handle = provider.callback();
+  // Each address's provider as a request handler, observed once; the configured one is loaded now.
+  const handlers = new Map<string, Promise<ReturnType<Provider['callback']>>>();
+  const handlerFor = (address: OAuthAddress) => {
+    let handler = handlers.get(address.issuer);
+    if (!handler) {
+      handler = address.provider().then((provider) => {
+        observeOAuth(provider, core.metrics.registry);
+        return provider.callback();
+      });
+      handlers.set(address.issuer, handler);
+    }
+    return handler;
+  };
+  await handlerFor(oauth);
+  const handle = async (request: FastifyRequest, reply: FastifyReply) => (await handlerFor(addressOf(request)))(request.raw, reply.raw);
   // Code and refresh-token guessing.
   const { perClient, perIp, windowSeconds } = TOKEN_LIMITS;
   const limitTokenPerIp = rateLimited(core, { name: 'oauth_token', limit: perIp, windowSeconds, key: (request) => ({ ip: request.ip }) });
@@ -164,7 +178,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     // oidc-provider reads an already-read body from req.body (and warns once that it did).
     Object.assign(request.raw, { body });
     hijackKeepingHeaders(reply);
-    await handle(request.raw, reply.raw);
+    await handle(request, reply);
   };
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -184,19 +198,19 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     // Read here for the per-client limit, and to normalise `resource`.
     const publicBasic = async (request: FastifyRequest) => basicWithoutSecretAsNone(request);
     scope.post(OAUTH_PATHS.token, { preHandler: [publicBasic, limitTokenPerIp, limitTokenPerClient] }, (request, reply) =>
-      provide(request, reply, formBody(request.body, oauth.resource, 'token')),
+      provide(request, reply, formBody(request.body, addressOf(request).resource, 'token')),
     );
     for (const path of [OAUTH_PATHS.authorization, OAUTH_PATHS.pushed_authorization_request]) {
       scope.post(path, { preHandler: limitAuthorizePerIp }, (request, reply) =>
-        provide(request, reply, formBody(request.body, oauth.resource, 'authorization')),
+        provide(request, reply, formBody(request.body, addressOf(request).resource, 'authorization')),
       );
     }
     scope.get(OAUTH_PATHS.authorization, { preHandler: limitAuthorizePerIp }, async (request, reply) => {
       const [path, query = ''] = request.raw.url!.split('?', 2) as [string, string?];
       const params = new URLSearchParams(query);
-      if (adjustAuthorizationParams(params, oauth.resource, 'authorization')) request.raw.url = `${path}?${params}`;
+      if (adjustAuthorizationParams(params, addressOf(request).resource, 'authorization')) request.raw.url = `${path}?${params}`;
       hijackKeepingHeaders(reply);
-      await handle(request.raw, reply.raw);
+      await handle(request, reply);
     });
   });
   await app.register(async (scope) => {
@@ -211,7 +225,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
         throw new AppError(404, 'route_not_found', `No route ${request.method} ${path}; use ${canonical}`);
       }
       hijackKeepingHeaders(reply);
-      await handle(request.raw, reply.raw);
+      await handle(request, reply);
     });
   });
 }

@@ -4,6 +4,7 @@ import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 import { unauthorized } from '../errors.js';
 import { findRecord } from './adapter.js';
+import type { OAuthServer } from './provider.js';
 import { oauthScopesIn } from './scopes.js';
 
 interface AccessTokenRecord {
@@ -21,13 +22,15 @@ interface GrantRecord {
 
 /**
  * Checks an MCP client's bearer token on every request: it exists (not revoked), is unexpired on our
- * clock, names the MCP endpoint as audience, its connection still exists, and its user is enabled.
+ * clock, names the MCP endpoint as audience (at the address the request reached), its connection still exists, and its user is enabled.
  * The scopes are the token's narrowed by the connection's current ones (the connections page may
  * narrow them), then by the user's role.
  */
-export function createAccessTokenVerifier(db: Queryable, resource: string, now: () => Date): AccessTokenVerifier {
+export function createAccessTokenVerifier(db: Queryable, oauth: Pick<OAuthServer, 'at'>, now: () => Date): AccessTokenVerifier {
   return {
-    async verify(token) {
+    async verify(token, host) {
+      // The resource is the MCP endpoint at the address the request reached, as its tokens were issued.
+      const { resource } = oauth.at(host);
       const record = await findRecord<AccessTokenRecord>(db, 'AccessToken', token);
       if (!record) throw unauthorized('invalid_token', 'The access token is unknown, revoked or expired');
       if (record.exp * 1000 <= now().getTime()) throw unauthorized('invalid_token', 'The access token has expired');

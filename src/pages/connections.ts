@@ -46,6 +46,12 @@ async function clientOf(core: Core, clientId: string): Promise<ClientPayload | u
   return client ? (client.metadata() as ClientPayload) : { client_name: new URL(clientId).host, redirect_uris: [] };
 }
 
+/** The scopes a grant gives at the service's MCP endpoint, under whichever of its addresses the client used. */
+function grantedResource(core: Core, resources: Record<string, string> | undefined): { resource: string; scopes: OAuthScope[] } | undefined {
+  const resource = core.oauth.resources.find((candidate) => resources?.[candidate] !== undefined);
+  return resource === undefined ? undefined : { resource, scopes: oauthScopesIn(resources?.[resource]) };
+}
+
 export async function listConnections(core: Core, userId: string): Promise<Connection[]> {
   const grants = await core.db.query<{ payload: GrantPayload; expires_at: string | null }>(sql`
     SELECT payload, expires_at FROM oauth_records
@@ -59,7 +65,7 @@ export async function listConnections(core: Core, userId: string): Promise<Conne
         clientId: payload.clientId,
         clientName: client?.client_name ?? 'Unnamed client',
         redirectHosts: [...new Set((client?.redirect_uris ?? []).map(redirectHost))],
-        scopes: oauthScopesIn(payload.resources?.[core.oauth.resource]),
+        scopes: grantedResource(core, payload.resources)?.scopes ?? [],
         expiresAt: expires_at,
       };
     }),
@@ -105,15 +111,16 @@ export function registerConnectionPages(app: FastifyInstance, ctx: PageContext):
     sessions.checkCsrf(request);
     const { grantId } = request.params as { grantId: string };
     const grant = await ownGrant(core, user.id, grantId);
-    const current = new Set(oauthScopesIn(grant.resources?.[core.oauth.resource]));
+    const granted = grantedResource(core, grant.resources);
+    const current = new Set(granted?.scopes);
     const chosen = formList((request.body as Record<string, unknown>).scopes);
     const widened = chosen.filter((scope) => !current.has(scope as OAuthScope));
     if (widened.length > 0) {
       throw badRequest('cannot_widen', `A connection can only be narrowed here; authorize the client again to add ${widened.join(', ')}`);
     }
-    if (chosen.length === 0) throw badRequest('no_permissions', 'Keep at least one permission, or disconnect the client');
+    if (chosen.length === 0 || !granted) throw badRequest('no_permissions', 'Keep at least one permission, or disconnect the client');
     await core.db.query(sql`UPDATE oauth_records
-      SET payload = jsonb_set(payload, ARRAY['resources', ${core.oauth.resource}], to_jsonb(${chosen.join(' ')}::text))
+      SET payload = jsonb_set(payload, ARRAY['resources', ${granted.resource}], to_jsonb(${chosen.join(' ')}::text))
       WHERE kind = 'Grant' AND id_hash = ${recordKey(grantId)}`);
     return reply.redirect('/app/connections', 303);
   });

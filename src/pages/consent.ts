@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { InteractionDetails } from 'oidc-provider';
+import type { InteractionDetails, InteractionResult, Provider } from 'oidc-provider';
 import { ROLE_CEILING } from '../access/capabilities.js';
 import type { UserRow } from '../access/principal.js';
 import { AppError, badRequest } from '../errors.js';
-import { forgetDeclined, isMetadataDocumentClient } from '../oauth/provider.js';
+import { forgetDeclined, isMetadataDocumentClient, type OAuthAddress } from '../oauth/provider.js';
 import { describePermission, isOAuthScope, type OAuthScope } from '../oauth/scopes.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { redirectHost } from './connections.js';
@@ -26,9 +26,14 @@ interface ConsentRequest {
   refused: string[];
 }
 
+/** The authorization server the browser reached: the one its sign-in request was made to, at the same address. */
+function addressOf(ctx: PageContext, request: FastifyRequest): OAuthAddress {
+  return ctx.core.oauth.at(request.headers.host);
+}
+
 async function loadInteraction(ctx: PageContext, request: FastifyRequest, reply: FastifyReply): Promise<InteractionDetails> {
   try {
-    const provider = await ctx.core.oauth.provider();
+    const provider = await addressOf(ctx, request).provider();
     const details = await provider.interactionDetails(request.raw, reply.raw);
     if (details.uid !== (request.params as { uid: string }).uid) throw new Error('interaction mismatch');
     return details;
@@ -37,8 +42,8 @@ async function loadInteraction(ctx: PageContext, request: FastifyRequest, reply:
   }
 }
 
-async function consentRequest(ctx: PageContext, details: InteractionDetails, user: UserRow): Promise<ConsentRequest> {
-  const client = await (await ctx.core.oauth.provider()).Client.find(details.params.client_id);
+async function consentRequest(provider: Provider, details: InteractionDetails, user: UserRow): Promise<ConsentRequest> {
+  const client = await provider.Client.find(details.params.client_id);
   const requested = [...new Set((details.params.scope ?? '').split(' ').filter(Boolean))];
   const ceiling = new Set<string>(ROLE_CEILING[user.role]);
   const oauthScopes = requested.filter(isOAuthScope);
@@ -81,11 +86,10 @@ ${consent.refused.length ? html`<p>Cannot be granted to applications over OAuth:
 }
 
 export async function registerConsentPages(app: FastifyInstance, ctx: PageContext): Promise<void> {
-  const { core, sessions } = ctx;
-  const { resource } = core.oauth;
-  const provider = await core.oauth.provider();
+  const { sessions } = ctx;
 
-  const finish = async (request: FastifyRequest, reply: FastifyReply, result: Parameters<typeof provider.interactionResult>[2]) => {
+  const finish = async (request: FastifyRequest, reply: FastifyReply, result: InteractionResult) => {
+    const provider = await addressOf(ctx, request).provider();
     const returnTo = await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: true });
     return reply.redirect(returnTo, 303);
   };
@@ -99,7 +103,7 @@ export async function registerConsentPages(app: FastifyInstance, ctx: PageContex
     if (details.session?.accountId !== user.id) {
       throw new AppError(409, 'different_user', 'This authorization started under another user; sign out and start again from your app');
     }
-    const consent = await consentRequest(ctx, details, user);
+    const consent = await consentRequest(await addressOf(ctx, request).provider(), details, user);
     // A page with nothing to approve is a dead end: the client hears why instead (RFC 6749 §4.1.2.1).
     if (consent.grantable.length === 0) {
       const asked = [...consent.beyondRole, ...consent.refused].join(', ') || 'none named';
@@ -123,7 +127,9 @@ export async function registerConsentPages(app: FastifyInstance, ctx: PageContex
     if (form.decision !== 'allow') {
       return finish(request, reply, { error: 'access_denied', error_description: 'The user denied the request' });
     }
-    const consent = await consentRequest(ctx, details, user);
+    const { resource, provider: loadProvider } = addressOf(ctx, request);
+    const provider = await loadProvider();
+    const consent = await consentRequest(provider, details, user);
     const chosen = formList(form.scopes).filter((s): s is OAuthScope => (consent.grantable as string[]).includes(s));
     if (chosen.length === 0) throw badRequest('no_permissions', 'Choose at least one permission, or deny the request');
     const grant = details.grantId

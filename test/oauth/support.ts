@@ -2,8 +2,6 @@ import { createServer, type Server } from 'node:http';
 import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import * as oauth from 'oauth4webapi';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { DEMO_PASSWORD } from '../../src/domain/demo.js';
 
 export const INSECURE = { [oauth.allowInsecureRequests]: true } as const;
@@ -106,16 +104,21 @@ export async function authorizeInBrowser(
 
 /**
  * What a desktop MCP client keeps: its registration, tokens and the pending PKCE verifier. The SDK v2
- * client's provider interface has the same shape, so this one serves both SDKs.
+ * client's provider interface has the same shape, so this one serves both SDKs. Given a
+ * `clientMetadataUrl`, the SDK names the client by that document (CIMD) where the server supports it.
  */
 export class MemoryOAuthProvider implements OAuthClientProvider {
-  readonly redirectUrl = 'http://127.0.0.1:47123/oauth/callback';
   /** Where the client last sent the user to authorize. */
   authorizationUrl: URL | undefined;
   private info: OAuthClientInformationMixed | undefined;
   private saved: OAuthTokens | undefined;
   private verifier = '';
   private discovered: OAuthDiscoveryState | undefined;
+
+  constructor(
+    readonly redirectUrl = 'http://127.0.0.1:47123/oauth/callback',
+    readonly clientMetadataUrl: string | undefined = undefined,
+  ) {}
 
   get clientMetadata(): OAuthClientMetadata {
     return {
@@ -306,49 +309,3 @@ export class DocumentServer {
   }
 }
 
-/**
- * What a desktop MCP client keeps: its registration, tokens and the pending PKCE verifier. Given a
- * `clientMetadataUrl`, the SDK names the client by that document (CIMD) where the server supports it.
- */
-export class MemoryOAuthProvider implements OAuthClientProvider {
-  authorizationUrl: URL | undefined;
-  private info: OAuthClientInformationMixed | undefined;
-  private saved: OAuthTokens | undefined;
-  private verifier = '';
-
-  constructor(
-    readonly redirectUrl = 'http://127.0.0.1:47123/oauth/callback',
-    readonly clientMetadataUrl: string | undefined = undefined,
-  ) {}
-
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'MCP SDK test client',
-      redirect_uris: [this.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
