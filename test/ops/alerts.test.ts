@@ -15,8 +15,54 @@ import { freePort, startTestApp, type TestApp } from '../helpers/harness.js';
 
 const run = promisify(execFile);
 const RULES = 'ops/prometheus/alerts.yml';
-const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> }).groups.flatMap((g) => g.rules);
+const rules = (
+  parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string; annotations: Record<string, string> }> }> }
+).groups.flatMap((g) => g.rules);
 const errorRatio = rules.find((rule) => rule.alert === 'HighServerErrorRatio')!;
+
+/** GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as hyphens. */
+const headingAnchor = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+
+/** The anchors of a Markdown file's headings (none inside a fenced block). */
+function anchorsOf(file: string): Set<string> {
+  const outsideFences = readFileSync(file, 'utf8').split(/^```.*$/m).filter((_part, index) => index % 2 === 0).join('\n');
+  return new Set([...outsideFences.matchAll(/^#{1,6}\s+(.+)$/gm)].map((match) => headingAnchor(match[1]!)));
+}
+
+describe('the alerts’ runbooks and commands', () => {
+  it('reads anchors as GitHub writes them', () => {
+    expect(headingAnchor('Shared state: what travels through PostgreSQL, what through Redis')).toBe('shared-state-what-travels-through-postgresql-what-through-redis');
+    expect(headingAnchor('V2BrownoutSoon')).toBe('v2brownoutsoon');
+  });
+
+  it('give every alert a runbook_url whose anchor is a heading of the docs', () => {
+    const problems = rules.flatMap(({ alert, annotations }) => {
+      const url = annotations.runbook_url;
+      if (!url) return [`${alert}: no runbook_url`];
+      const [file, anchor] = url.split('#');
+      if (!file || !/^docs\/(operations|migration)\.md$/.test(file) || !anchor) return [`${alert}: ${url} is not docs/operations.md or docs/migration.md with an anchor`];
+      return anchorsOf(file).has(anchor) ? [] : [`${alert}: ${file} has no heading for #${anchor}`];
+    });
+    expect(rules.length).toBeGreaterThanOrEqual(7);
+    expect(problems).toEqual([]);
+  });
+
+  it('name only svc commands, which work while the server runs, and give the reissue path on v2 traffic', () => {
+    const texts = rules.map(({ alert, annotations }) => [alert, Object.values(annotations).join('\n')] as const);
+    expect(texts.filter(([, text]) => text.includes('svc-server')).map(([alert]) => alert)).toEqual([]);
+    const reissuing = texts.filter(([alert]) => /^V2(TrafficNearSunset|Brownout)/.test(alert) && alert !== 'V2BrownoutNow');
+    expect(reissuing.map(([alert]) => alert).sort()).toEqual(['V2BrownoutSoon', 'V2TrafficNearSunset', 'V2TrafficNearSunsetCritical']);
+    for (const [, text] of reissuing) {
+      expect(text).toContain('svc migrate plan --key <id>');
+      expect(text).toContain('svc legacy-keys mint-successor <id>');
+    }
+  });
+});
 
 describe.skipIf(!inject('promtool'))('the Prometheus alert rules, under promtool', () => {
   it('are valid rules', async () => {
@@ -49,8 +95,8 @@ describe('the 501s HighServerErrorRatio leaves out', () => {
     return app.app.inject({ url: '/v2/catalogs', headers: { 'x-api-key': rawKey! } });
   };
 
-  it('subtracts exactly the v2 answers the gateway counts as no_successor', () => {
-    expect(errorRatio.expr).toContain('sum(rate(svc_v2_requests_total{outcome="no_successor"}[5m])) or vector(0)');
+  it('subtracts exactly the v2 answers the gateway counts as no_successor, per job', () => {
+    expect(errorRatio.expr).toContain('sum by (job) (rate(svc_v2_requests_total{outcome="no_successor"}[5m]))');
   });
 
   it('are the 501 no_v4_successor answers, counted as such next to their HTTP status', async () => {
