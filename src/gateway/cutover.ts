@@ -287,13 +287,18 @@ function startAutoDisable(core: Core): () => Promise<void> {
   };
 }
 
-/** Legacy keys per stage, all companies: one series per stage, whatever the number of keys. */
+/**
+ * Legacy keys per stage, all companies: one series per stage, whatever the number of keys. Every instance
+ * counts the shared database at its scrape, so each reports the whole figure: it aggregates across
+ * instances with `max by (stage)`, never `sum`. Counting on every instance, rather than on one
+ * elected through a lock, keeps the figure while any instance is scraped, with no election to fail.
+ */
 function registerStageGauge(core: Core): void {
   const name = 'svc_legacy_keys_by_stage';
   if (core.metrics.registry.getSingleMetric(name)) return;
   new Gauge({
     name,
-    help: `Legacy v2 keys per cutover stage (${CUTOVER_STAGES.join(', ')})`,
+    help: `Legacy v2 keys per cutover stage (${CUTOVER_STAGES.join(', ')}), all instances alike: aggregate with max by (stage), not sum`,
     labelNames: ['stage'] as const,
     registers: [core.metrics.registry],
     async collect() {
@@ -302,7 +307,9 @@ function registerStageGauge(core: Core): void {
         for (const key of await listLegacyKeys(core)) counts.set(key.cutover.stage, counts.get(key.cutover.stage)! + 1);
         for (const [stage, count] of counts) this.set({ stage }, count);
       } catch (error) {
-        // The scrape keeps the last counts rather than failing every other metric.
+        // Absent rather than stale, so that max over the instances takes those that counted; the
+        // scrape's other metrics still answer.
+        this.reset();
         core.logger.warn({ err: error }, 'legacy keys per stage not counted');
       }
     },

@@ -86,13 +86,19 @@ describe.skipIf(!redisUrl())('ops files', () => {
     expect(metricNames(rule!.expr).sort()).toEqual(['svc_v2_requests_total', 'svc_v2_sunset_timestamp_seconds']);
   });
 
+  it('aggregate the keys-per-stage gauge, which every instance reports whole, with max by (stage), never a sum', () => {
+    const stageQueries = queries.filter(([, expr]) => expr.includes('svc_legacy_keys_by_stage'));
+    expect(stageQueries.length).toBeGreaterThanOrEqual(2);
+    for (const [, expr] of stageQueries) expect(expr).toMatch(/^max by \(stage\) \(svc_legacy_keys_by_stage\{[^}]*\}\)$/);
+  });
+
   it('mark every brownout window on the dashboard’s time series', () => {
     expect(dashboard.annotations.list).toContainEqual(expect.objectContaining({ name: 'v2 brownouts', enable: true, expr: 'max(svc_v2_brownout_active{job=~"$job"}) == 1' }));
   });
 
   it('chart the migration signals the issue asks for', () => {
     const all = queries.map(([, expr]) => expr).join('\n');
-    for (const metric of ['svc_v2_requests_total', 'svc_v2_translation_seconds_bucket', 'svc_v2_upstream_errors_total', 'svc_v4_legacy_key_rejections_total', 'svc_v2_sunset_timestamp_seconds', 'svc_http_request_duration_seconds_count', 'svc_mcp_tool_calls_total', 'svc_redis_up', 'svc_v2_brownout_active', 'svc_v2_next_brownout_start_timestamp_seconds']) {
+    for (const metric of ['svc_v2_requests_total', 'svc_v2_translation_seconds_bucket', 'svc_v2_upstream_errors_total', 'svc_v4_legacy_key_rejections_total', 'svc_v2_sunset_timestamp_seconds', 'svc_http_request_duration_seconds_count', 'svc_mcp_tool_calls_total', 'svc_redis_up', 'svc_v2_brownout_active', 'svc_v2_next_brownout_start_timestamp_seconds', 'svc_legacy_keys_by_stage']) {
       expect(all).toContain(metric);
     }
   });
