@@ -15,6 +15,7 @@ import type { Principal } from '../access/principal.js';
 import type { AnyOperation } from '../operations/operation.js';
 import type { Core } from '../core.js';
 import { AppError, ServiceUnavailable } from '../errors.js';
+import { toAppError } from '../http/errors.js';
 import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';
 import { rateLimiter } from '../http/rate-limit.js';
@@ -60,14 +61,14 @@ function requestIdOf(body: unknown): string | number | null {
 
 /**
  * An HTTP-level refusal as a JSON-RPC error, answering the request's own id when it has one. The
- * service's error code, when the refusal has one, is sent in `data.code` and goes on the request's log line.
+ * service's error code is sent in `data.code` and goes on the request's log line.
  */
-function refuse(reply: FastifyReply, status: number, message: string, code = SERVER_ERROR, errorCode?: string) {
-  if (errorCode !== undefined) noteErrorCode(reply.request, errorCode);
+function refuse(reply: FastifyReply, status: number, errorCode: string, message: string, code = SERVER_ERROR) {
+  noteErrorCode(reply.request, errorCode);
   return reply
     .status(status)
     .type('application/json')
-    .send({ jsonrpc: '2.0', id: requestIdOf(reply.request.body), error: { code, message, ...(errorCode === undefined ? {} : { data: { code: errorCode } }) } });
+    .send({ jsonrpc: '2.0', id: requestIdOf(reply.request.body), error: { code, message, data: { code: errorCode } } });
 }
 
 /** The JSON-RPC message the body (or a batch's element) is; undefined when it is none. */
@@ -153,7 +154,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   const unavailable = (reply: FastifyReply, error: unknown) => {
     if (!(error instanceof ServiceUnavailable) || reply.sent) throw error;
     void reply.header('retry-after', String(error.retryAfterSeconds));
-    return refuse(reply, 503, error.message, SERVER_ERROR, error.code);
+    return refuse(reply, 503, error.code, error.message);
   };
 
   app.route({
@@ -181,7 +182,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     errorHandler: (error: FastifyError, _request, reply) => {
       if (!error.code?.startsWith('FST_ERR_CTP_') || (error.statusCode ?? 500) >= 500) throw error;
       const why = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `it is larger than the MCP endpoint's limit of ${MCP_BODY_LIMIT_BYTES} bytes` : error.message;
-      return refuse(reply, error.statusCode!, `The body could not be read as JSON-RPC: ${why}`, PARSE_ERROR);
+      return refuse(reply, error.statusCode!, toAppError(error).code, `The body could not be read as JSON-RPC: ${why}`, PARSE_ERROR);
     },
   });
 
@@ -189,7 +190,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   async function admit(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     // DNS rebinding defence: a browser page may reach /mcp only from an allowed origin.
     if (!originAllowed(core, header(request, 'origin'))) {
-      return refuse(reply, 403, `Origin ${header(request, 'origin')} may not use this MCP endpoint`);
+      return refuse(reply, 403, 'origin_not_allowed', `Origin ${header(request, 'origin')} may not use this MCP endpoint`);
     }
     let principal: Principal;
     try {
@@ -199,14 +200,14 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       if (!(error instanceof AppError) || error.status !== 401) throw error;
       const challenge = header(request, 'authorization') === undefined ? undefined : 'invalid_token';
       void reply.header('www-authenticate', bearerChallenge(core, request, { error: challenge }));
-      return refuse(reply, 401, error.message, SERVER_ERROR, error.code);
+      return refuse(reply, 401, error.code, error.message);
     }
     const release = inFlight.enter(principalBinding(principal), reply);
     if (!release) {
       core.metrics.http.recordRateLimited('mcp_in_flight');
       void reply.header('retry-after', '1');
       const message = `Too many MCP requests in flight for this credential (at most ${MCP_IN_FLIGHT_PER_CREDENTIAL}); retry when one is answered`;
-      return refuse(reply, 429, message, SERVER_ERROR, 'rate_limited');
+      return refuse(reply, 429, 'rate_limited', message);
     }
     admitted.set(request, { principal, release });
     return undefined;
@@ -215,19 +216,19 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   async function handle(request: FastifyRequest, reply: FastifyReply, { principal, release }: { principal: Principal; release: Release }): Promise<FastifyReply> {
     if (request.method === 'GET') {
       // No server-initiated messages outside a request: the spec lets us decline the GET stream.
-      return refuse(reply.header('allow', 'POST, DELETE'), 405, 'This server offers no GET stream; POST JSON-RPC messages');
+      return refuse(reply.header('allow', 'POST, DELETE'), 405, 'method_not_allowed', 'This server offers no GET stream; POST JSON-RPC messages');
     }
     const protocolVersion = header(request, 'mcp-protocol-version');
     const route = request.method === 'POST' ? modernRoute(request) : undefined;
     if (route) return postModern(request, reply, principal, route);
     if (protocolVersion !== undefined && (MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
-      return refuse(reply.header('allow', 'POST'), 405, `The ${protocolVersion} revision has no sessions: POST each request with its _meta`);
+      return refuse(reply.header('allow', 'POST'), 405, 'method_not_allowed', `The ${protocolVersion} revision has no sessions: POST each request with its _meta`);
     }
     // A served version other than the session's is no refusal (the SDK's transport accepts it too, and
     // clients in the field send one): the session's revision, negotiated at initialize, governs.
     if (protocolVersion !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
       // Deliberately not the 2026-07-28 error (-32022): a dual-era client falls back to initialize on this one.
-      return refuse(reply, 400, `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${[...MODERN_PROTOCOL_VERSIONS, ...PROTOCOL_VERSIONS].join(', ')}`);
+      return refuse(reply, 400, 'unsupported_protocol_version', `Unsupported MCP-Protocol-Version ${protocolVersion}; supported: ${[...MODERN_PROTOCOL_VERSIONS, ...PROTOCOL_VERSIONS].join(', ')}`);
     }
     if (request.method === 'DELETE') {
       const session = await boundSession(request, reply, principal);
@@ -251,13 +252,13 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   async function boundSession(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<McpSession | undefined> {
     const id = header(request, 'mcp-session-id');
     if (!id) {
-      void refuse(reply, 400, 'Mcp-Session-Id header is required: initialize first');
+      void refuse(reply, 400, 'session_id_required', 'Mcp-Session-Id header is required: initialize first');
       return undefined;
     }
     const session = await sessions.get(id);
     // Another principal's session answers as unknown: a session id reveals nothing to whoever holds it.
     if (!session || session.boundTo !== principalBinding(principal)) {
-      void refuse(reply, 404, 'Session not found: initialize a new session', SESSION_NOT_FOUND);
+      void refuse(reply, 404, 'session_not_found', 'Session not found: initialize a new session', SESSION_NOT_FOUND);
       return undefined;
     }
     return session;
@@ -266,19 +267,19 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
   async function post(request: FastifyRequest, reply: FastifyReply, principal: Principal, release: Release): Promise<FastifyReply> {
     const accept = header(request, 'accept') ?? '';
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
-      return refuse(reply, 406, 'Not Acceptable: Accept must list both application/json and text/event-stream');
+      return refuse(reply, 406, 'not_acceptable', 'Not Acceptable: Accept must list both application/json and text/event-stream');
     }
     if (Array.isArray(request.body)) {
       // A batch belongs to a session (initialize may not be in one), whose revision decides.
       const session = await boundSession(request, reply, principal);
       if (!session) return reply;
       if (!acceptsBatches(session.protocolVersion)) {
-        return refuse(reply, 400, `JSON-RPC batches are not part of MCP ${session.protocolVersion}: send one message per POST`, INVALID_REQUEST);
+        return refuse(reply, 400, 'batch_not_supported', `JSON-RPC batches are not part of MCP ${session.protocolVersion}: send one message per POST`, INVALID_REQUEST);
       }
       return postBatch(request, reply, principal, session, request.body as unknown[]);
     }
     const message = parseBody(request.body);
-    if (!message) return refuse(reply, 400, 'The body must be a JSON-RPC 2.0 message', PARSE_ERROR);
+    if (!message) return refuse(reply, 400, 'invalid_json_rpc', 'The body must be a JSON-RPC 2.0 message', PARSE_ERROR);
     const initialize = initializeRequest(message);
     if (initialize) return open(request, reply, principal, initialize, release);
 
@@ -308,10 +309,10 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
    * capabilitiesInRevision), so no call here asks for approval on a stream.
    */
   async function postBatch(request: FastifyRequest, reply: FastifyReply, principal: Principal, session: McpSession, elements: unknown[]): Promise<FastifyReply> {
-    if (elements.length === 0) return refuse(reply, 400, 'A JSON-RPC batch must hold at least one message', INVALID_REQUEST);
+    if (elements.length === 0) return refuse(reply, 400, 'empty_batch', 'A JSON-RPC batch must hold at least one message', INVALID_REQUEST);
     if (elements.length > MCP_BATCH_MAX_MESSAGES) {
       const message = `A JSON-RPC batch may hold at most ${MCP_BATCH_MAX_MESSAGES} messages; this one holds ${elements.length}: send the rest in another POST`;
-      return refuse(reply, 400, message, INVALID_REQUEST, 'batch_too_large');
+      return refuse(reply, 400, 'batch_too_large', message, INVALID_REQUEST);
     }
     const messages = elements.map(parseBody);
     for (const message of messages) {
@@ -368,7 +369,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
       await sessionLimit(reply, { principal: principalBinding(principal) });
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 429) throw error;
-      return refuse(reply, 429, error.message, SERVER_ERROR, error.code);
+      return refuse(reply, 429, error.code, error.message);
     }
     const version = negotiateVersion(initialize.params.protocolVersion);
     const session: McpSession = {
@@ -394,7 +395,7 @@ export async function registerMcp(app: FastifyInstance, core: Core): Promise<voi
     metrics.recordToolCall(calledTool(request)?.name ?? 'unknown', 'insufficient_scope');
     const wanted = [...new Set([...principal.credential.scopes, scope])];
     void reply.header('www-authenticate', bearerChallenge(core, reply.request, { error: 'insufficient_scope', scope: wanted }));
-    void refuse(reply, 403, `This connection lacks ${scope}; authorize it again with that scope`, SERVER_ERROR, 'insufficient_scope');
+    void refuse(reply, 403, 'insufficient_scope', `This connection lacks ${scope}; authorize it again with that scope`);
     return true;
   }
 

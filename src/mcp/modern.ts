@@ -21,6 +21,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/
 import type { Principal } from '../access/principal.js';
 import type { Core } from '../core.js';
 import { AppError } from '../errors.js';
+import { noteErrorCode } from '../http/request-log.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
 import type { McpMetrics } from './metrics.js';
@@ -83,6 +84,20 @@ export function modernRoute(request: FastifyRequest): ModernRoute | undefined {
 }
 
 export type ModernRoute = 'direct' | 'modern' | 'refused';
+
+/**
+ * The request line's code of an HTTP-level refusal by the SDK, whose body names only a JSON-RPC
+ * code: by status, in the words the endpoint's own refusals use.
+ */
+const SDK_REFUSAL_CODES: Readonly<Record<number, string>> = {
+  400: 'invalid_mcp_request',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  413: 'body_too_large',
+  415: 'unsupported_media_type',
+};
 
 /** Envelopes (as JSON) and whether the SDK accepts them; a client sends the same one with every call. */
 const envelopeVerdicts = new Map<string, boolean>();
@@ -313,6 +328,7 @@ export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
         parsedBody: request.body,
       });
       void reply.status(response.status);
+      if (response.status >= 400) noteErrorCode(request, SDK_REFUSAL_CODES[response.status] ?? 'mcp_request_refused');
       response.headers.forEach((value, name) => void reply.header(name, value));
       return reply.send(response.body === null ? undefined : await response.text());
     },

@@ -232,7 +232,8 @@ async function buildProvider(options: OAuthServerOptions, issuer: string, resour
       const [user] = await db.query<{ id: string }>(sql`SELECT id FROM users WHERE id = ${accountId} AND disabled_at IS NULL`);
       return user ? { accountId: user.id, claims: () => ({ sub: user.id }) } : undefined;
     },
-    renderError: (ctx: { type: string; body: string }, out: Record<string, string>) => {
+    renderError: (ctx: RefusalContext & { type: string }, out: Record<string, string>) => {
+      ctx.state[RENDERED_ERROR] = out.error;
       ctx.type = 'html';
       ctx.body = `<!doctype html><html lang="en"><meta charset="utf-8"><title>Sign-in error</title>
 <main><h1>Sign-in error</h1><p>${escapeHtml(out.error ?? 'error')}: ${escapeHtml(out.error_description ?? '')}</p></main></html>`;
@@ -241,6 +242,26 @@ async function buildProvider(options: OAuthServerOptions, issuer: string, resour
   provider.use(refreshSuccessors({ db, now, secretKey, graceSeconds: config.oauthRefreshGraceSeconds, tokenPath: OAUTH_PATHS.token }));
   rememberDocumentFailures(provider.Client, now);
   return provider;
+}
+
+/** Where renderError leaves the code of the refusal it shows as a page, for providerRefusalCode. */
+const RENDERED_ERROR = Symbol('rendered OAuth error');
+
+/** The part of the provider's Koa context a refusal is read from. */
+export interface RefusalContext {
+  status: number;
+  body: unknown;
+  state: Record<symbol, unknown>;
+}
+
+/**
+ * The OAuth error code (invalid_grant, invalid_client…) of an answer the provider refused with, as
+ * RFC 6749 §5.2 names it in a JSON body, or as an error page showed it; undefined for any other answer.
+ */
+export function providerRefusalCode(ctx: RefusalContext): string | undefined {
+  if (ctx.status < 400) return undefined;
+  const code = typeof ctx.body === 'object' && ctx.body !== null ? (ctx.body as { error?: unknown }).error : ctx.state[RENDERED_ERROR];
+  return typeof code === 'string' ? code : undefined;
 }
 
 /** How long a client metadata document that could not be used is not fetched again. */

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import type { Core } from '../core.js';
@@ -6,7 +7,7 @@ import { rateLimited } from '../http/rate-limit.js';
 import { noteErrorCode } from '../http/request-log.js';
 import { REGISTRATION_LIMITS } from './client-policy.js';
 import { observeOAuth } from './metrics.js';
-import { OAUTH_PATHS, type OAuthAddress } from './provider.js';
+import { OAUTH_PATHS, providerRefusalCode, type OAuthAddress, type RefusalContext } from './provider.js';
 import { adjustAuthorizationParams } from './request-params.js';
 import { OAUTH_SCOPES } from './scopes.js';
 import { hijackKeepingHeaders } from '../http/hijack.js';
@@ -119,6 +120,26 @@ function clientIdOf(body: unknown): string | undefined {
   return new URLSearchParams(body.toString('utf8')).get('client_id') ?? undefined;
 }
 
+/** The Fastify request of each raw request handed to oidc-provider: where its refusal's code is noted. */
+const handedOver = new WeakMap<IncomingMessage, FastifyRequest>();
+/** Providers already noting their refusals (one core's provider may serve several apps). */
+const noting = new WeakSet<Provider>();
+
+/**
+ * Puts the OAuth error code of each refusal the provider answers on the request's log line, as REST
+ * refusals have theirs: noted after the provider's routes ran, before it writes the answer.
+ */
+function noteProviderRefusals(provider: Provider): void {
+  if (noting.has(provider)) return;
+  noting.add(provider);
+  provider.use(async (ctx: RefusalContext & { req: IncomingMessage }, next) => {
+    await next();
+    const request = handedOver.get(ctx.req);
+    const code = providerRefusalCode(ctx);
+    if (request && code !== undefined) noteErrorCode(request, code);
+  });
+}
+
 /**
  * Serves the authorization server: its metadata, and oidc-provider (a Koa app) on /api/oauth/*.
  * The provider reads its own request bodies; only registration and token requests are read here
@@ -137,6 +158,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     if (!handler) {
       handler = address.provider().then((provider) => {
         observeOAuth(provider, core.metrics.registry);
+        noteProviderRefusals(provider);
         return provider.callback();
       });
       handlers.set(address.issuer, handler);
@@ -144,7 +166,13 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
     return handler;
   };
   await handlerFor(oauth);
-  const handle = async (request: FastifyRequest, reply: FastifyReply) => (await handlerFor(addressOf(request)))(request.raw, reply.raw);
+  /** Lets the provider write the answer itself. */
+  const handle = async (request: FastifyRequest, reply: FastifyReply) => {
+    const callback = await handlerFor(addressOf(request));
+    hijackKeepingHeaders(reply);
+    handedOver.set(request.raw, request);
+    await callback(request.raw, reply.raw);
+  };
   // Code and refresh-token guessing.
   const { perClient, perIp, windowSeconds } = TOKEN_LIMITS;
   const limitTokenPerIp = rateLimited(core, { name: 'oauth_token', limit: perIp, windowSeconds, key: (request) => ({ ip: request.ip }) });
@@ -177,7 +205,6 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
   const provide = async (request: FastifyRequest, reply: FastifyReply, body: unknown) => {
     // oidc-provider reads an already-read body from req.body (and warns once that it did).
     Object.assign(request.raw, { body });
-    hijackKeepingHeaders(reply);
     await handle(request, reply);
   };
   await app.register(async (scope) => {
@@ -209,7 +236,6 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
       const [path, query = ''] = request.raw.url!.split('?', 2) as [string, string?];
       const params = new URLSearchParams(query);
       if (adjustAuthorizationParams(params, addressOf(request).resource, 'authorization')) request.raw.url = `${path}?${params}`;
-      hijackKeepingHeaders(reply);
       await handle(request, reply);
     });
   });
@@ -224,7 +250,6 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Pro
       if (canonical !== path && PREHANDLED_PATHS.has(canonical)) {
         throw new AppError(404, 'route_not_found', `No route ${request.method} ${path}; use ${canonical}`);
       }
-      hijackKeepingHeaders(reply);
       await handle(request, reply);
     });
   });

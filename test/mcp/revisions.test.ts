@@ -67,7 +67,7 @@ describe.each(backends())('MCP revisions in the field [%s]', (backend) => {
     const name = `Batched 2024-11-05 ${backend}`;
     const response = await rawPost(s.mcpUrl, [createTeam(2, name), call(3, 'whoami')], headers);
     expect(response.status).toBe(400);
-    expect((await jsonOf(response)).error).toEqual({ code: -32600, message: 'JSON-RPC batches are not part of MCP 2024-11-05: send one message per POST' });
+    expect((await jsonOf(response)).error).toEqual({ code: -32600, message: 'JSON-RPC batches are not part of MCP 2024-11-05: send one message per POST', data: { code: 'batch_not_supported' } });
     expect(await teams(name)).toBe(0);
   });
 
@@ -139,7 +139,7 @@ describe.each(backends())('MCP revisions in the field [%s]', (backend) => {
       const headers = await open('2025-03-26');
       const empty = await rawPost(s.mcpUrl, [], headers);
       expect(empty.status).toBe(400);
-      expect((await jsonOf(empty)).error).toEqual({ code: -32600, message: 'A JSON-RPC batch must hold at least one message' });
+      expect((await jsonOf(empty)).error).toEqual({ code: -32600, message: 'A JSON-RPC batch must hold at least one message', data: { code: 'empty_batch' } });
       const notifications = await rawPost(s.mcpUrl, [{ jsonrpc: '2.0', method: 'notifications/initialized' }], headers);
       expect(notifications.status).toBe(202);
     });

@@ -37,7 +37,7 @@ describe.each(backends())('a JSON-RPC batch is refused on the 2025 revisions [%s
     expect(await jsonOf(response)).toEqual({
       jsonrpc: '2.0',
       id: null,
-      error: { code: -32600, message: `JSON-RPC batches are not part of MCP ${version}: send one message per POST` },
+      error: { code: -32600, message: `JSON-RPC batches are not part of MCP ${version}: send one message per POST`, data: { code: 'batch_not_supported' } },
     });
     const single = await rawPost(s.mcpUrl, whoami(1), headers);
     expect(single.status).toBe(200);

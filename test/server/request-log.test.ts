@@ -9,6 +9,7 @@ import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { baseApp } from '../../src/http/app.js';
 import { createLogOutput } from '../../src/log-output.js';
 import { EVENTUALLY, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
+import { authorizeQuery, register } from '../oauth/support.js';
 
 /*
  * The request line is written straight to the logger's stream (not through pino's per-line path),
@@ -87,7 +88,7 @@ describe('request log', () => {
     const code = response.headers.get('content-type')?.includes('json') ? (JSON.parse(text) as { error?: { code?: string } }).error?.code : undefined;
     const reqId = response.headers.get('x-request-id')!;
     await expect.poll(() => lines.some((line) => line.reqId === reqId && line.msg === 'request completed')).toBe(true);
-    return { status: response.status, code, line: lines.find((line) => line.reqId === reqId && line.msg === 'request completed')! };
+    return { status: response.status, code, text, line: lines.find((line) => line.reqId === reqId && line.msg === 'request completed')! };
   }
 
   it("names an error answer's code on its line: 401, 403, 404", async () => {
@@ -134,6 +135,56 @@ describe('request log', () => {
       expect(JSON.stringify(line)).not.toContain(legacy.rawKey!);
     }
     expect(refused.line.res).toEqual({ statusCode: 403, errorCode: 'missing_scope' });
+  });
+
+  it("names the OAuth error code of the authorization server's refusals on their line", async () => {
+    const { app } = info;
+    const form = (fields: Record<string, string>): RequestInit => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+    const redirectUri = 'http://127.0.0.1:53682/callback';
+    const registered = await register(app.baseUrl, { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'] });
+    expect(registered.status).toBe(201);
+    const exchange = { grant_type: 'authorization_code', code: 'no-such-code', redirect_uri: redirectUri, code_verifier: 'v'.repeat(43) };
+    const unknownClient = await answerAndLine('/api/oauth/token', form({ ...exchange, client_id: 'no-such-client' }));
+    const unknownCode = await answerAndLine('/api/oauth/token', form({ ...exchange, client_id: registered.body.client_id as string }));
+    // No client to redirect to: the refusal is a page.
+    const page = await answerAndLine(`/api/oauth/authorize?${authorizeQuery('no-such-client')}`, { headers: { accept: 'text/html' } });
+    expect([unknownClient.status, unknownCode.status, page.status]).toEqual([401, 400, 400]);
+    expect([JSON.parse(unknownClient.text).error, JSON.parse(unknownCode.text).error, /<p>(\w+):/.exec(page.text)?.[1]]).toEqual(['invalid_client', 'invalid_grant', 'invalid_client']);
+    expect(unknownClient.line.res).toEqual({ statusCode: 401, errorCode: 'invalid_client' });
+    expect(unknownCode.line.res).toEqual({ statusCode: 400, errorCode: 'invalid_grant' });
+    expect(page.line.res).toEqual({ statusCode: 400, errorCode: 'invalid_client' });
+    // An answer that is no refusal names no code.
+    const discovery = await answerAndLine('/.well-known/oauth-authorization-server');
+    expect(discovery.line.res).toEqual({ statusCode: 200 });
+  });
+
+  it("names the code of the MCP endpoint's refusals on their line, as the refusal's error.data.code", async () => {
+    const { app } = info;
+    const key = { 'x-api-key': app.demo.apiKeys.admin };
+    const both = { accept: 'application/json, text/event-stream' };
+    const json = { 'content-type': 'application/json' };
+    const list = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const post = (headers: Record<string, string>, body = list) => answerAndLine('/mcp', { method: 'POST', headers, body });
+    const refusals = [
+      { expected: [401, 'unauthenticated'], answer: await post({ ...both, ...json }) },
+      { expected: [403, 'origin_not_allowed'], answer: await post({ ...key, ...both, ...json, origin: 'https://elsewhere.example' }) },
+      { expected: [406, 'not_acceptable'], answer: await post({ ...key, accept: 'application/json', ...json }) },
+      { expected: [415, 'unsupported_media_type'], answer: await post({ ...key, ...both, 'content-type': 'application/xml' }) },
+      { expected: [400, 'session_id_required'], answer: await post({ ...key, ...both, ...json }) },
+      { expected: [404, 'session_not_found'], answer: await post({ ...key, ...both, ...json, 'mcp-session-id': 'no-such-session' }) },
+    ];
+    for (const { expected, answer } of refusals) {
+      expect([answer.status, (JSON.parse(answer.text) as { error: { data?: { code?: string } } }).error.data?.code]).toEqual(expected);
+      expect(answer.line.res).toEqual({ statusCode: expected[0], errorCode: expected[1] });
+    }
+    // A refusal the SDK answers itself (a 2026-07-28 request without its _meta envelope) is named by its status.
+    const sdk = await post({ ...key, ...both, ...json, 'mcp-protocol-version': '2026-07-28' });
+    expect(sdk.status).toBe(400);
+    expect(sdk.line.res).toEqual({ statusCode: 400, errorCode: 'invalid_mcp_request' });
   });
 
   it('writes no request line below its level', async () => {
