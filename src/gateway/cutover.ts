@@ -5,6 +5,7 @@ import type { Core } from '../core.js';
 import { createUser, mintKeyForUser } from '../domain/admin.js';
 import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
 import { sql, type Sql } from '../store/sql.js';
+import { recordCutoverEvent } from './cutover-events.js';
 import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, usageWindowStart, type CutoverStage } from './cutover-stage.js';
 import {
   alreadyDisabled,
@@ -26,8 +27,8 @@ import { leastCapabilities, type ScopeUsage } from './scope-rules.js';
  * running service on either store: minting the successor for a dedicated non-personal user, the
  * keys-per-stage gauge, the guard that refuses to disable a key before its successor works and v2 is
  * quiet (unless forced, with a reason), and the optional policy that disables such keys itself
- * (mappings/sunset.yaml, cutover). Each mint, replace, disable and undo writes one audit log line
- * naming the admin.
+ * (mappings/sunset.yaml, cutover). Each mint, replace, disable and undo is stored as an audit event
+ * (cutover-events.ts) in its own transaction and writes one log line naming the admin.
  */
 
 const DAY_MS = 86_400_000;
@@ -134,7 +135,18 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor,
     if (!user) await createUser(tx, { email, displayName: label, role: 'admin', companyIds: [key.companyId], nonPersonal: true });
     if (current) await tx.query(sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${current.keyId} AND revoked_at IS NULL`);
     const minted = await mintKeyForUser(tx, email, capabilities, label);
-    await tx.query(sql`UPDATE legacy_keys SET successor_key_id = ${minted.keyId}, successor_minted_at = ${core.now().toISOString()} WHERE id = ${id}`);
+    const at = core.now().toISOString();
+    await tx.query(sql`UPDATE legacy_keys SET successor_key_id = ${minted.keyId}, successor_minted_at = ${at} WHERE id = ${id}`);
+    await recordCutoverEvent(tx, {
+      at,
+      action: current ? 'successor_replaced' : 'successor_minted',
+      legacyKeyId: id,
+      by: 'admin',
+      admin: { userId: grantor.userId, email: grantor.email },
+      reason: null,
+      forcedAtStage: null,
+      successorKeyId: minted.keyId,
+    });
     return minted;
   });
   core.logger.info(

@@ -14,6 +14,7 @@ import { closest } from '../did-you-mean.js';
 import { capabilitiesForScopes, scopeEntryFor, type Mappings } from './mappings.js';
 import { cutoverOf, usageWindowStart, type Cutover, type CutoverStage, type DisabledBy, type EnabledBy, type SuccessorFacts } from './cutover-stage.js';
 import { leastCapabilities, ruleFor, type ScopeUsage } from './scope-rules.js';
+import { recordCutoverEvent } from './cutover-events.js';
 
 /*
  * Legacy v2 keys, registered in the gateway. Each is bound to a company and holds v2 scopes;
@@ -385,6 +386,16 @@ export async function disableIf(core: Core, id: string, disabling: Disabling, co
     // The bridge user exists only for this key; disabling it also stops any key minted for it by hand.
     await tx.query(sql`UPDATE users SET disabled_at = now() WHERE id = ${row.bridge_user_id} AND disabled_at IS NULL`);
     const [summary] = await selectKeys(tx, core, sql`l.id = ${id}`);
+    await recordCutoverEvent(tx, {
+      at: summary!.disabledAt!,
+      action: 'disabled',
+      legacyKeyId: id,
+      by: disabling.by,
+      admin: disabling.admin ?? null,
+      reason: disabling.reason ?? null,
+      forcedAtStage: disabling.forcedAtStage ?? null,
+      successorKeyId: summary!.cutover.successor?.keyId ?? null,
+    });
     return summary!;
   });
   if (disabled) {
@@ -455,6 +466,16 @@ export async function enableLegacyKey(core: Core, id: string, enabling: Enabling
         bridge_key_ciphertext = ${bridge ? encryptSecret(core.secretKey, bridge.rawKey, id) : null}
       WHERE id = ${id}`);
     const [summary] = await selectKeys(tx, core, sql`l.id = ${id}`);
+    await recordCutoverEvent(tx, {
+      at: summary!.cutover.enabled!.at,
+      action: 'enabled',
+      legacyKeyId: id,
+      by: enabling.by,
+      admin: enabling.admin ?? null,
+      reason: enabling.reason ?? null,
+      forcedAtStage: null,
+      successorKeyId: null,
+    });
     return { summary: summary!, undone: { at: row.disabled_at, by: row.disabled_by, reason: row.disable_reason } };
   });
   core.logger.info({ legacyKeyId: id, companyId: summary.companyId, by: enabling.by, admin: enabling.admin, reason: enabling.reason, undone }, 'legacy key enabled again');

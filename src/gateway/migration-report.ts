@@ -2,6 +2,7 @@ import type { Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { sql } from '../store/sql.js';
 import { successorCapabilities } from './cutover.js';
+import { recentCutoverEvents, type CutoverEvent } from './cutover-events.js';
 import { CUTOVER_STAGES, usageWindowStart, type Cutover, type CutoverStage } from './cutover-stage.js';
 import { listLegacyKeys } from './legacy-keys.js';
 import { scopeEntryFor } from './mappings.js';
@@ -10,7 +11,8 @@ import { sunsetStatus, type SunsetStatus } from './sunset-status.js';
 /*
  * What is left to migrate, for the dashboard of admins and ops: v2 traffic per company and per
  * legacy key over the last days, the endpoints still called, the scopes without a v4 successor
- * still in use, the keys that went quiet, each key's cutover stage, and the days to the sunset. Read
+ * still in use, the keys that went quiet, each key's cutover stage and the latest cutover events, and
+ * the days to the sunset. Read
  * from the gateway's per-key usage records, within the companies the caller administers.
  */
 
@@ -43,7 +45,13 @@ export interface MigrationReport {
     /** What a successor key would get by default (suggested), and at most (allowed). */
     successorCapabilities: { suggested: Capability[]; allowed: Capability[] };
   }>;
-  cutover: { quietDays: number; autoDisable: boolean; keysByStage: Record<CutoverStage, number> };
+  cutover: {
+    quietDays: number;
+    autoDisable: boolean;
+    keysByStage: Record<CutoverStage, number>;
+    /** The latest mints, replaces, disables and undos of these keys, newest first. */
+    recentEvents: CutoverEvent[];
+  };
   endpoints: Array<{ endpoint: string; scope: string; calls: number; lastDay: string }>;
   noSuccessorInUse: Array<{ scope: string; reason: string | undefined; calls: number; keyIds: string[] }>;
 }
@@ -67,6 +75,7 @@ export async function buildMigrationReport(core: Core, options: MigrationReportO
   const companies = await core.db.query<{ id: string; name: string }>(
     sql`SELECT id, name FROM companies WHERE id = ANY(${companyIds}::text[]) ORDER BY name, id`,
   );
+  const recentEvents = await recentCutoverEvents(core.db, companyIds);
 
   const zeros = () => series.map(() => 0);
   const perKey = new Map(keys.map((key) => [key.id, zeros()]));
@@ -124,6 +133,11 @@ export async function buildMigrationReport(core: Core, options: MigrationReportO
     noSuccessorInUse: [...noSuccessor.values()]
       .map(({ keyIds, ...rest }) => ({ ...rest, keyIds: [...keyIds].sort() }))
       .sort((a, b) => b.calls - a.calls),
-    cutover: { quietDays: core.mappings.sunset.cutover.quietDays, autoDisable: core.mappings.sunset.cutover.autoDisable, keysByStage: keysByStage as Record<CutoverStage, number> },
+    cutover: {
+      quietDays: core.mappings.sunset.cutover.quietDays,
+      autoDisable: core.mappings.sunset.cutover.autoDisable,
+      keysByStage: keysByStage as Record<CutoverStage, number>,
+      recentEvents,
+    },
   };
 }

@@ -1,5 +1,6 @@
 import { CAPABILITY_LABELS } from '../access/capabilities.js';
 import { missingBeforeDisable, type MintedSuccessor } from '../gateway/cutover.js';
+import type { CutoverAction, CutoverEvent } from '../gateway/cutover-events.js';
 import { CUTOVER_STAGES, type CutoverStage } from '../gateway/cutover-stage.js';
 import type { MigrationReport } from '../gateway/migration-report.js';
 import { html, type Html } from './html.js';
@@ -8,7 +9,8 @@ import { html, type Html } from './html.js';
  * The migration dashboard's cutover section: each legacy key's stage on the way to its successor v4
  * key with the dates, and the admin's forms for the next step (mint the successor, replace it,
  * disable the quiet key, or force the disable of one not yet quiet with a reason; undo a disable
- * until the sunset); then the keys the automatic policy disabled, with date and reason.
+ * until the sunset); then the keys the automatic policy disabled, with date and reason, and the
+ * latest cutover events (who did what to which key, when and why).
  */
 
 type ReportKey = MigrationReport['keys'][number];
@@ -98,7 +100,30 @@ export function cutoverSection(report: MigrationReport, csrfToken: string): Html
 ${byPolicy.length === 0
     ? html`<p>No key was disabled automatically.</p>`
     : html`<table id="auto-disabled"><thead><tr><th scope="col">Key</th><th scope="col">Company</th><th scope="col">Disabled (UTC)</th><th scope="col">Reason</th></tr></thead>
-<tbody>${byPolicy.map((key) => html`<tr><td>${key.name}</td><td>${companyName.get(key.companyId) ?? key.companyId}</td><td class="nowrap">${minute(key.cutover.disabled!.at)}</td><td>${key.cutover.disabled!.reason ?? ''}</td></tr>`)}</tbody></table>`}</section>`;
+<tbody>${byPolicy.map((key) => html`<tr><td>${key.name}</td><td>${companyName.get(key.companyId) ?? key.companyId}</td><td class="nowrap">${minute(key.cutover.disabled!.at)}</td><td>${key.cutover.disabled!.reason ?? ''}</td></tr>`)}</tbody></table>`}
+${eventsTable(report.cutover.recentEvents)}</section>`;
+}
+
+const ACTION_LABELS: Record<CutoverAction, string> = {
+  successor_minted: 'Minted the successor key',
+  successor_replaced: 'Replaced the successor key',
+  disabled: 'Disabled the legacy key',
+  enabled: 'Enabled the legacy key again',
+};
+
+/** The audit trail: who did what to which key, when and why, newest first. */
+function eventsTable(events: readonly CutoverEvent[]): Html {
+  const what = (event: CutoverEvent) =>
+    html`${ACTION_LABELS[event.action]}${event.forcedAtStage ? html` (forced, at stage ${STAGE_LABELS[event.forcedAtStage]})` : ''}${event.successorKeyId && event.action !== 'disabled' ? html`: <code>${event.successorKeyId}</code>` : ''}`;
+  return html`<h3>Recent cutover events</h3>
+${events.length === 0
+    ? html`<p>No successor was minted and no key disabled or enabled yet.</p>`
+    : html`<table id="cutover-events"><caption>The latest ${events.length} mints, replaces, disables and undos, newest first</caption>
+<thead><tr><th scope="col">When (UTC)</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Key</th><th scope="col">Reason</th></tr></thead>
+<tbody>${events.map(
+        (event) => html`<tr data-action="${event.action}"><td class="nowrap">${minute(event.at)}</td><td>${event.admin ? event.admin.email : BY_LABELS[event.by]}</td><td>${what(event)}</td>
+<td>${event.legacyKeyName}<br><code>${event.legacyKeyId}</code></td><td>${event.reason ?? ''}</td></tr>`,
+      )}</tbody></table>`}`;
 }
 
 /** The new successor key, shown once above the dashboard. */

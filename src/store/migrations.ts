@@ -559,6 +559,29 @@ CREATE TABLE api_key_capability_uses (
 );
 `,
   },
+  {
+    // The cutover's audit trail (src/gateway/cutover-events.ts): each mint, replace, disable and undo
+    // of a legacy key, written in the change's own transaction, listed newest first per company. The
+    // admin's e-mail is kept as it was, as the log line named it; seq orders events of the same instant.
+    id: '0021_legacy_key_events',
+    up: `
+CREATE TABLE legacy_key_events (
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  legacy_key_id text NOT NULL REFERENCES legacy_keys (id) ON DELETE CASCADE,
+  company_id text NOT NULL REFERENCES companies (id),
+  at timestamptz NOT NULL,
+  action text NOT NULL CHECK (action IN ('successor_minted', 'successor_replaced', 'disabled', 'enabled')),
+  by text NOT NULL CHECK (by IN ('operator', 'admin', 'policy')),
+  admin_user_id text REFERENCES users (id),
+  admin_email text,
+  reason text,
+  forced_at_stage text,
+  successor_key_id text,
+  CHECK ((by = 'admin') = (admin_user_id IS NOT NULL))
+);
+CREATE INDEX legacy_key_events_company_idx ON legacy_key_events (company_id, at DESC, seq DESC);
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/core.js';
 import { createCompany, createUser, mintKeyForUser, revokeKey } from '../../src/domain/admin.js';
 import { autoDisableQuietKeys } from '../../src/gateway/cutover.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey, disableLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { defaultMappingsDir, loadMappings, type Mappings } from '../../src/gateway/mappings.js';
 import type { MigrationReport } from '../../src/gateway/migration-report.js';
 import { sql } from '../../src/store/sql.js';
@@ -532,5 +532,61 @@ describe.each(backends())('legacy key cutover, the forced disable and the audit 
     // Never a secret: neither the legacy key nor a successor key.
     const logged = JSON.stringify(logs);
     for (const secret of [legacy.rawKey!, first.body.data.successor.apiKey, second.body.data.successor.apiKey]) expect(logged).not.toContain(secret);
+
+    // The same four changes, stored with them (the refused disables stored nothing), newest first, in
+    // migration.json and on the dashboard.
+    const event = { at: START.toISOString(), legacyKeyId: legacy.id, legacyKeyName: 'Payroll export', companyId: s.demo.companies.acme, by: 'admin', admin: by };
+    const [firstKeyId, secondKeyId] = [first.body.data.successor.keyId as string, second.body.data.successor.keyId as string];
+    const report = (await (await fetch(`${s.baseUrl}/app/migration.json`, { headers: { 'x-api-key': s.demo.apiKeys.admin } })).json()) as MigrationReport;
+    expect(report.cutover.recentEvents).toEqual([
+      { ...event, action: 'enabled', reason: 'vendor back until December', forcedAtStage: null, successorKeyId: null },
+      { ...event, action: 'disabled', reason: 'payroll vendor switched off, ticket OPS-21', forcedAtStage: 'successor_minted', successorKeyId: secondKeyId },
+      { ...event, action: 'successor_replaced', reason: null, forcedAtStage: null, successorKeyId: secondKeyId },
+      { ...event, action: 'successor_minted', reason: null, forcedAtStage: null, successorKeyId: firstKeyId },
+    ]);
+    const browser = new FormBrowser();
+    expect((await browser.signIn(s.baseUrl, s.demo.emails.admin)).status).toBe(303);
+    const page = await (await browser.fetch(`${s.baseUrl}/app/migration`)).text();
+    const table = /<table id="cutover-events">([\s\S]*?)<\/table>/.exec(page)?.[1] ?? '';
+    const rows = [...table.matchAll(/<tr data-action="(\w+)">([\s\S]*?)<\/tr>/g)].map((m) => [m[1], textOf(m[2]!)]);
+    const when = '2026-11-02 09:00';
+    const key = `Payroll export ${legacy.id}`;
+    expect(rows).toEqual([
+      ['enabled', `${when} ${s.demo.emails.admin} Enabled the legacy key again ${key} vendor back until December`],
+      ['disabled', `${when} ${s.demo.emails.admin} Disabled the legacy key (forced, at stage successor minted) ${key} payroll vendor switched off, ticket OPS-21`],
+      ['successor_replaced', `${when} ${s.demo.emails.admin} Replaced the successor key: ${secondKeyId} ${key}`],
+      ['successor_minted', `${when} ${s.demo.emails.admin} Minted the successor key: ${firstKeyId} ${key}`],
+    ]);
+  });
+});
+
+describe.each(backends())('legacy key cutover, the recent events of the dashboard [%s]', (backend) => {
+  let s: ListeningTestApp;
+
+  beforeAll(async () => {
+    s = await startListeningApp(backend);
+  });
+  afterAll(async () => s?.close());
+
+  it('lists only the companies the admin administers, the latest first, and says when there are none', async () => {
+    const recentEvents = async () =>
+      ((await (await fetch(`${s.baseUrl}/app/migration.json`, { headers: { 'x-api-key': s.demo.apiKeys.admin } })).json()) as MigrationReport).cutover.recentEvents;
+    expect(await recentEvents()).toEqual([]);
+    const browser = new FormBrowser();
+    expect((await browser.signIn(s.baseUrl, s.demo.emails.admin)).status).toBe(303);
+    expect(await (await browser.fetch(`${s.baseUrl}/app/migration`)).text()).toContain('No successor was minted and no key disabled or enabled yet.');
+
+    // The operator's disable, of a key of a company this admin does not administer, and of one they do.
+    const elsewhere = await createCompany(s.core.db, 'Initech');
+    const [theirs, ours] = await Promise.all([
+      createLegacyKey(s.core, s.core.mappings, { companyId: elsewhere, name: 'Initech sync', scopes: ADDRESS_SCOPES }),
+      createLegacyKey(s.core, s.core.mappings, { companyId: s.demo.companies.acme, name: 'Acme sync', scopes: ADDRESS_SCOPES }),
+    ]);
+    await disableLegacyKey(s.core, theirs.id);
+    await disableLegacyKey(s.core, ours.id);
+    expect((await recentEvents()).map((e) => [e.legacyKeyId, e.by, e.admin])).toEqual([[ours.id, 'operator', null]]);
+    const page = await (await browser.fetch(`${s.baseUrl}/app/migration`)).text();
+    expect(page).toContain(`<tr data-action="disabled"><td class="nowrap">`);
+    expect(page).not.toContain(theirs.id);
   });
 });

@@ -154,7 +154,7 @@ describe.each(backends())('migration dashboard page [%s]', (backend) => {
         { endpoint: 'GET /catalogs', scope: 'api.catalogs.getAll', calls: 1, lastDay: '2026-11-21' },
       ],
       noSuccessorInUse: [{ scope: 'api.catalogs.getAll', reason: 'catalogs and collections are outside the migrated groups', calls: 1, keyIds: [busy] }],
-      cutover: { quietDays: 14, autoDisable: false, keysByStage: { v2_only: 3, successor_minted: 0, successor_working: 0, v2_unmovable_only: 0, v2_quiet: 0, v2_disabled: 0 } },
+      cutover: { quietDays: 14, autoDisable: false, keysByStage: { v2_only: 3, successor_minted: 0, successor_working: 0, v2_unmovable_only: 0, v2_quiet: 0, v2_disabled: 0 }, recentEvents: [] },
       // Off by default (test/gateway/shadow-check.test.ts covers it on).
       shadow: expect.objectContaining({ enabled: false, routes: [], examples: [] }),
     });
