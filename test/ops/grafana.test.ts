@@ -1,6 +1,10 @@
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse, stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 import { dropKeys, redisUrl, uniquePrefix } from '../shared-state/redis-support.js';
 
@@ -10,6 +14,7 @@ import { dropKeys, redisUrl, uniquePrefix } from '../shared-state/redis-support.
  * would otherwise leave an empty panel or an alert that never fires.
  */
 
+const run = promisify(execFile);
 const NOT_METRICS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan']);
 
 /** The metric names a PromQL expression selects (functions, labels, keywords and variables left out). */
@@ -98,8 +103,25 @@ describe.skipIf(!redisUrl())('ops files', () => {
 
   it('chart the migration signals the issue asks for', () => {
     const all = queries.map(([, expr]) => expr).join('\n');
-    for (const metric of ['svc_v2_requests_total', 'svc_v2_translation_seconds_bucket', 'svc_v2_upstream_errors_total', 'svc_v4_legacy_key_rejections_total', 'svc_v2_sunset_timestamp_seconds', 'svc_http_request_duration_seconds_count', 'svc_mcp_tool_calls_total', 'svc_redis_up', 'svc_v2_brownout_active', 'svc_v2_next_brownout_start_timestamp_seconds', 'svc_legacy_keys_by_stage']) {
+    for (const metric of ['svc_v2_requests_total', 'svc_v2_translation_seconds_bucket', 'svc_v2_upstream_errors_total', 'svc_v4_legacy_key_rejections_total', 'svc_v2_sunset_timestamp_seconds', 'svc_http_request_duration_seconds_count', 'svc_mcp_tool_calls_total', 'svc_redis_up', 'svc_v2_brownout_active', 'svc_v2_next_brownout_start_timestamp_seconds', 'svc_legacy_keys_by_stage', 'svc_v2_shadow_checks_total', 'svc_v2_shadow_differences_total']) {
       expect(all).toContain(metric);
+    }
+  });
+});
+
+describe.skipIf(!inject('promtool'))('the Grafana dashboard’s queries, under promtool', () => {
+  it('are valid PromQL once Grafana has put in its variables', async () => {
+    // Each query as a recording rule: promtool parses every expression of a rule file.
+    const grafanaVariables = (expr: string) =>
+      expr.replaceAll('$__rate_interval', '5m').replaceAll('$__range', '1d').replaceAll('$job', '.*').replaceAll('$instance', '.*');
+    const rules = queries.filter(([where]) => !where.startsWith('alert ')).map(([, expr], i) => ({ record: `dashboard:query_${i}`, expr: grafanaVariables(expr) }));
+    const dir = mkdtempSync(join(tmpdir(), 'dashboard-queries-'));
+    try {
+      writeFileSync(join(dir, 'queries.yml'), stringify({ groups: [{ name: 'dashboard', rules }] }));
+      const result = await run('promtool', ['check', 'rules', join(dir, 'queries.yml')]).catch((error: { stdout: string; stderr: string }) => error);
+      expect(`${result.stdout}${result.stderr}`).toContain(`SUCCESS: ${rules.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
