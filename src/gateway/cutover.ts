@@ -43,6 +43,9 @@ export interface Grantor extends KeyAdmin {
   capabilities: ReadonlySet<Capability>;
 }
 
+/** The operator at the host (svc-server): any key, any capability within the key's reach. */
+export const OPERATOR = 'operator';
+
 export interface SuccessorRequest {
   /** Default: those of the successor it replaces, else the least set for the scopes called in the usage window. */
   capabilities?: Capability[] | undefined;
@@ -71,6 +74,24 @@ export async function legacyKeyFor(core: Core, companyIds: readonly string[], id
   return key;
 }
 
+/** Any legacy key, for the operator. */
+async function operatorKey(core: Core, id: string): Promise<LegacyKeySummary> {
+  const [key] = await listLegacyKeys(core, { id });
+  if (!key) throw notFound('Legacy key', id);
+  return key;
+}
+
+/**
+ * The legacy key whose dedicated successor user has this e-mail (dedicatedUserEmail), if any: what
+ * `svc-server keys mint` mints for it is that key's successor.
+ */
+export async function legacyKeyOfSuccessorUser(core: Core, email: string): Promise<LegacyKeySummary | undefined> {
+  const id = /^v4-successor\+(lk_[0-9a-z]+)@/i.exec(email)?.[1];
+  if (id === undefined) return undefined;
+  const [key] = await listLegacyKeys(core, { id });
+  return key && dedicatedUserEmail('v4-successor', key.id, key.companyId) === email.toLowerCase() ? key : undefined;
+}
+
 /**
  * What a successor key gets unless the admin chooses: the capabilities of the successor it replaces
  * with those the key's v2 calls need besides, else those of the scopes the key called in the usage
@@ -84,7 +105,7 @@ export function successorCapabilities(core: Core, key: LegacyKeySummary, usage: 
   return { suggested, allowed: key.capabilities };
 }
 
-async function chooseCapabilities(core: Core, key: LegacyKeySummary, grantor: Grantor, requested: Capability[] | undefined): Promise<Capability[]> {
+async function chooseCapabilities(core: Core, key: LegacyKeySummary, grantor: Grantor | typeof OPERATOR, requested: Capability[] | undefined): Promise<Capability[]> {
   const capabilities = [...new Set(requested ?? successorCapabilities(core, key, await legacyKeyUsage(core, key.id)).suggested)];
   if (capabilities.length === 0) {
     const message = `Legacy key ${key.id} made no v2 call with a v4 successor in the last ${USAGE_WINDOW_DAYS} days: name the capabilities to mint (within ${key.capabilities.join(', ')})`;
@@ -97,7 +118,7 @@ async function chooseCapabilities(core: Core, key: LegacyKeySummary, grantor: Gr
     throw unprocessable('capability_beyond_scopes', message, [{ field: 'capabilities', rule: 'within_scopes', message }]);
   }
   // Delegation never widens: a narrowed admin key cannot mint a broader one.
-  const notHeld = capabilities.filter((c) => !grantor.capabilities.has(c));
+  const notHeld = grantor === OPERATOR ? [] : capabilities.filter((c) => !grantor.capabilities.has(c));
   if (notHeld.length > 0) {
     throw forbidden('capability_not_held', `Your credential lacks ${notHeld.join(', ')}, so it cannot hand ${notHeld.length > 1 ? 'them' : 'it'} on`, { missing: notHeld });
   }
@@ -108,11 +129,13 @@ async function chooseCapabilities(core: Core, key: LegacyKeySummary, grantor: Gr
  * Mints the legacy key's successor v4 key as its dedicated non-personal user (created on first use)
  * and links the two. The user is an admin of the key's company, so its key reaches company-wide the
  * data its capabilities cover, as the v2 key did; being non-personal, it never administers keys or
- * the migration (requireHumanAdmin). Works while the service runs, on either store: no
- * `svc-server keys mint` against a locked data directory.
+ * the migration (requireHumanAdmin). Works while the service runs, on either store; the operator's
+ * offline `svc-server legacy-keys mint-successor` (and `keys mint` for a successor user) take the same path.
  */
-export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor, request: SuccessorRequest = {}): Promise<MintedSuccessor> {
-  const key = await legacyKeyFor(core, grantor.companyIds, id);
+export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor | typeof OPERATOR, request: SuccessorRequest = {}): Promise<MintedSuccessor> {
+  const readKey = () => (grantor === OPERATOR ? operatorKey(core, id) : legacyKeyFor(core, grantor.companyIds, id));
+  const key = await readKey();
+  const admin = grantor === OPERATOR ? null : { userId: grantor.userId, email: grantor.email };
   if (key.capabilities.length === 0) {
     throw conflict('no_v4_successor', `None of the scopes of legacy key ${id} has a v4 successor: it stays on v2 until the sunset`);
   }
@@ -141,8 +164,8 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor,
       at,
       action: current ? 'successor_replaced' : 'successor_minted',
       legacyKeyId: id,
-      by: 'admin',
-      admin: { userId: grantor.userId, email: grantor.email },
+      by: admin ? 'admin' : 'operator',
+      admin,
       reason: null,
       forcedAtStage: null,
       successorKeyId: minted.keyId,
@@ -153,7 +176,7 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor,
     {
       legacyKeyId: id,
       companyId: key.companyId,
-      admin: { userId: grantor.userId, email: grantor.email },
+      ...(admin ? { admin } : { by: OPERATOR }),
       successorKeyId: minted.keyId,
       replacedKeyId: current?.keyId,
       capabilities: minted.capabilities,
@@ -161,7 +184,7 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor,
     current ? 'successor key replaced' : 'successor key minted',
   );
   return {
-    key: await legacyKeyFor(core, grantor.companyIds, id),
+    key: await readKey(),
     successor: {
       keyId: minted.keyId,
       apiKey: minted.rawKey,

@@ -157,6 +157,13 @@ export const DisableLegacyKeyInput = z
     params: { rule: 'required_with_force' },
   });
 
+/** The successor mint's input, also what `svc-server legacy-keys mint-successor` is checked against. */
+export const MintSuccessorInput = z.strictObject({
+  id: Id.describe('Legacy key id (lk_…)'),
+  capabilities: z.array(CapabilitySchema).min(1).optional().describe('The successor’s capabilities (default: the least set, see above)'),
+  replace: z.boolean().optional().describe('Revoke the working successor and mint another'),
+});
+
 export const legacyKeyOperations = [
   defineOperation({
     name: 'list_legacy_keys',
@@ -221,11 +228,7 @@ export const legacyKeyOperations = [
     path: '/v4/admin/legacy-keys/:id/successor',
     origin: 'extension',
     successStatus: 201,
-    input: z.strictObject({
-      id: Id.describe('Legacy key id (lk_…)'),
-      capabilities: z.array(CapabilitySchema).min(1).optional().describe('The successor’s capabilities (default: the least set, see above)'),
-      replace: z.boolean().optional().describe('Revoke the working successor and mint another'),
-    }),
+    input: MintSuccessorInput,
     output: z.object({
       key: LegacyKey,
       successor: z.object({

@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { outputMintedSuccessor } from './legacy-key-commands.js';
 import { output, storeOptions, withCore, type StoreFlags } from './store-options.js';
 
 async function readFirstStdinLine(): Promise<string> {
@@ -72,17 +73,25 @@ export function addAccountCommands(program: Command): void {
   storeOptions(
     keys
       .command('mint')
-      .description('mint a v4 API key bound to a user; the raw key is printed once')
+      .description('mint a v4 API key bound to a user; the raw key is printed once (for a legacy key’s successor user, as legacy-keys mint-successor: linked to the legacy key)')
       .requiredOption('--user <email>', 'the user the key is bound to')
       .requiredOption('--capabilities <list>', 'comma-separated capabilities, or "all" (within the user’s role)')
       .option('--name <name>', 'a label for the key', 'API key'),
   ).action(async (flags: StoreFlags & { user: string; capabilities: string; name: string }) => {
-    const [{ mintKeyForUser }, { parseCapabilityList }] = await Promise.all([
+    const [{ mintKeyForUser }, { parseCapabilityList }, { legacyKeyOfSuccessorUser, mintSuccessorKey, OPERATOR }] = await Promise.all([
       import('../domain/admin.js'),
       import('../access/capabilities.js'),
+      import('../gateway/cutover.js'),
     ]);
+    const capabilities = parseCapabilityList(flags.capabilities);
     await withCore(flags, async (core) => {
-      const minted = await mintKeyForUser(core.db, flags.user, parseCapabilityList(flags.capabilities), flags.name);
+      // A key for a legacy key's successor user is that key's successor: minted and linked as the API does.
+      const legacyKey = await legacyKeyOfSuccessorUser(core, flags.user);
+      if (legacyKey) {
+        const request = { capabilities: capabilities === 'all' ? legacyKey.capabilities : capabilities };
+        return outputMintedSuccessor(flags, await mintSuccessorKey(core, legacyKey.id, OPERATOR, request));
+      }
+      const minted = await mintKeyForUser(core.db, flags.user, capabilities, flags.name);
       output(
         flags,
         { keyId: minted.keyId, apiKey: minted.rawKey, user: flags.user, capabilities: minted.capabilities },

@@ -1,8 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { AppError, notFound } from '../errors.js';
+import type { MintedSuccessor } from '../gateway/cutover.js';
 import type { LegacyKeySummary } from '../gateway/legacy-keys.js';
 import { output, storeOptions, withCore, type StoreFlags } from './store-options.js';
+
+/** A minted successor: the raw key first, said to be shown once (also `keys mint` for a successor user). */
+export function outputMintedSuccessor(flags: StoreFlags, { key, successor }: MintedSuccessor): void {
+  output(
+    flags,
+    { key, successor },
+    `${successor.apiKey}\n(successor key ${successor.keyId} of legacy key ${key.id}, for ${successor.userEmail} with ${successor.capabilities.join(', ')}; ` +
+      `stage ${key.cutover.stage}; this is the only time the key is shown)`,
+  );
+}
 
 /** `legacy-keys`: registering one provisions its bridge user and v4 key (the spec's reissue steps). */
 export function addLegacyKeyCommands(program: Command): void {
@@ -81,6 +92,19 @@ ${describeLegacyKey(key)}
       const disabled = await disableWhenSafe(core, key, { by: 'operator', reason }, force);
       output(flags, disabled, `Disabled ${id}${disabled.bridgeKeyId ? `; bridge key ${disabled.bridgeKeyId} revoked` : ''}`);
     });
+  });
+  storeOptions(
+    legacyKeys
+      .command('mint-successor')
+      .description("mint a legacy key's successor v4 key for its dedicated non-personal user and link it (stage successor_minted), as the API does; the raw key is printed once")
+      .argument('<id>')
+      .option('--capabilities <list>', 'comma-separated capabilities within the v4 reach of the key’s scopes (default: those the key’s v2 calls of the last 30 days need)')
+      .option('--replace', 'revoke the current successor key and mint another'),
+  ).action(async (id: string, flags: StoreFlags & { capabilities?: string; replace?: boolean }) => {
+    const [{ mintSuccessorKey, OPERATOR }, { MintSuccessorInput }] = await Promise.all([import('../gateway/cutover.js'), import('../operations/legacy-keys.js')]);
+    // The API's own rules: a ZodError here exits as validation_failed naming the field.
+    const request = MintSuccessorInput.parse({ id, capabilities: flags.capabilities?.split(',').map((c) => c.trim()), replace: flags.replace });
+    await withCore(flags, async (core) => outputMintedSuccessor(flags, await mintSuccessorKey(core, id, OPERATOR, request)));
   });
   storeOptions(
     legacyKeys
