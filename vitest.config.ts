@@ -13,6 +13,7 @@ const LEFT_OUT_OF_QUICK = [
   'test/store/seeded-template.test.ts',
   'test/scale/**',
   'test/bench/**',
+  'test/deploy/**',
   'test/**/*.browser.test.ts',
   'test/oauth/browser.test.ts',
   'test/mcp/conformance.test.ts',

@@ -85,6 +85,8 @@ export default async function setup(project: TestProject) {
     { name: 'chromium', suites: 'the page tests in a real browser (OAuth pages, migration dashboard, guide and plan)', install: 'apt-get install chromium (Debian\'s package; set CHROMIUM_PATH for another binary)', probe: () => probeChromium(chromiumPath) },
     { name: 'curl and jq', suites: 'the migration guide\'s curl examples run against the service', install: 'apt-get install curl jq', probe: () => probePrograms(['curl', 'jq'], ['--version']) },
     { name: 'promtool', suites: 'the unit tests of the Prometheus alert rules (ops/prometheus)', install: 'apt-get install prometheus (Debian\'s package brings promtool)', probe: () => probePrograms(['promtool'], ['--version']) },
+    { name: 'nginx', suites: 'the shipped nginx configuration, checked and run in front of two cores (deploy/nginx)', install: 'apt-get install nginx (Debian\'s package)', probe: () => probePrograms(['nginx'], ['-v']) },
+    { name: 'systemd-analyze', suites: 'the systemd units verified and their sandbox scored (deploy/systemd)', install: 'apt-get install systemd (Debian\'s package brings systemd-analyze)', probe: () => probePrograms(['systemd-analyze'], ['--version']) },
   ];
   const missing = (await Promise.all(components.map(async (c) => ({ ...c, reason: await c.probe() })))).filter((c) => c.reason !== undefined);
   const report = missing.map((c) => `  - ${c.name}: ${c.reason}\n    not run: ${c.suites}\n    to run them: ${c.install}`).join('\n');
@@ -106,6 +108,8 @@ export default async function setup(project: TestProject) {
   project.provide('chromiumPath', has('chromium') ? chromiumPath : '');
   project.provide('curlAndJq', has('curl and jq'));
   project.provide('promtool', has('promtool'));
+  project.provide('nginx', has('nginx'));
+  project.provide('systemdAnalyze', has('systemd-analyze'));
 
   return async () => {
     await postgresTemplate?.drop();
@@ -124,5 +128,9 @@ declare module 'vitest' {
     curlAndJq: boolean;
     /** Prometheus's promtool is on PATH. */
     promtool: boolean;
+    /** Debian's nginx is on PATH. */
+    nginx: boolean;
+    /** systemd-analyze is on PATH. */
+    systemdAnalyze: boolean;
   }
 }

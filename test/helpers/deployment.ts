@@ -1,0 +1,258 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpsRequest } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { untilHealthy } from './healthz.js';
+
+/*
+ * The files of deploy/ as an operator installs them, run here without systemd: a unit's ExecStart
+ * run natively with its environment file, and the nginx configuration included by a minimal
+ * nginx.conf, with the addresses substituted as docs/deployment.md tells an operator to.
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Where the units expect the service and node (docs/deployment.md): replaced by this checkout and this node. */
+const INSTALL_DIR = '/opt/device-lifecycle-service';
+const NODE = '/usr/bin/node';
+
+export const deployFile = (path: string) => join(ROOT, 'deploy', path);
+
+/** A systemd unit file: each section's keys, each with its values in order (a key may repeat). */
+export type Unit = Map<string, Map<string, string[]>>;
+
+export function readUnit(path: string): Unit {
+  const unit: Unit = new Map();
+  let section: Map<string, string[]> | undefined;
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const text = line.trim();
+    if (text === '' || text.startsWith('#') || text.startsWith(';')) continue;
+    const header = /^\[(.+)\]$/.exec(text);
+    if (header) {
+      section = new Map();
+      unit.set(header[1]!, section);
+      continue;
+    }
+    const assignment = /^([A-Za-z]+)=(.*)$/.exec(text);
+    if (!assignment || !section) throw new Error(`${path}: not a key=value line inside a section: ${text}`);
+    section.set(assignment[1]!, [...(section.get(assignment[1]!) ?? []), assignment[2]!]);
+  }
+  return unit;
+}
+
+/** The last value of `key` in `section` (systemd's rule for single-valued keys). */
+export function unitValue(unit: Unit, section: string, key: string): string | undefined {
+  return unit.get(section)?.get(key)?.at(-1);
+}
+
+/** An EnvironmentFile as systemd reads the plain `NAME=value` lines these files hold; anything else is refused. */
+export function readEnvFile(path: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const text = line.trim();
+    if (text === '' || text.startsWith('#')) continue;
+    const assignment = /^([A-Z][A-Z0-9_]*)=(\S*)$/.exec(text);
+    if (!assignment) throw new Error(`${path}: not a NAME=value line: ${text}`);
+    env[assignment[1]!] = assignment[2]!;
+  }
+  return env;
+}
+
+/** A unit's ExecStart for instance `instance` (its %i), pointed at this checkout and this node. */
+export function execStartOf(unit: Unit, instance: string): string[] {
+  const command = unitValue(unit, 'Service', 'ExecStart');
+  if (!command) throw new Error('the unit has no ExecStart');
+  return command
+    .split(/\s+/)
+    .map((word) => word.replaceAll('%i', instance))
+    .map((word) => (word === NODE ? process.execPath : word.replace(INSTALL_DIR, ROOT)));
+}
+
+/** A process started as its unit would start it: ExecStart with only the environment file's variables (and PATH). */
+export class UnitProcess {
+  readonly exited: Promise<number | null>;
+  private stderrText = '';
+
+  private constructor(
+    readonly child: ChildProcess,
+    readonly url: string,
+    private readonly logFile: string,
+  ) {
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    child.stderr!.on('data', (chunk: Buffer) => (this.stderrText += chunk.toString()));
+  }
+
+  /** Starts the unit's instance `port` with `env` (the environment file, overrides applied); its log goes to a file. */
+  static spawn(unit: Unit, port: number, env: Record<string, string>): UnitProcess {
+    const [command, ...args] = execStartOf(unit, String(port));
+    const logFile = join(mkdtempSync(join(tmpdir(), 'svc-unit-')), 'stdout.log');
+    const child = spawn(command!, args, {
+      cwd: (unitValue(unit, 'Service', 'WorkingDirectory') ?? INSTALL_DIR).replace(INSTALL_DIR, ROOT),
+      env: { PATH: process.env.PATH, ...env },
+      stdio: ['ignore', openSync(logFile, 'w'), 'pipe'],
+    });
+    return new UnitProcess(child, `http://${env.HOST ?? '127.0.0.1'}:${port}`, logFile);
+  }
+
+  /** Resolves once /readyz answers 200; fails with the process's output if it exits or takes over `timeoutMs`. */
+  async ready(timeoutMs = 60_000): Promise<this> {
+    if (!(await untilHealthy(this.url, this.child, { timeoutMs, probe: '/readyz' }))) throw new Error(`not ready at ${this.url}:\n${this.output()}`);
+    return this;
+  }
+
+  /** Its stderr and the end of its log, for failure messages. */
+  output(): string {
+    return `stderr:\n${this.stderrText}\nlog (end):\n${readFileSync(this.logFile, 'utf8').slice(-4000)}`;
+  }
+
+  /** systemctl stop: the unit's KillSignal, and the exit code. */
+  stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
+  async kill9(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+/** The addresses an operator sets in the shipped nginx configuration (docs/deployment.md), here loopback ports. */
+export interface NginxAddresses {
+  cores: number[];
+  gateways: number[];
+  /** The plain-http listener (redirects to https), the https one, and the gateways' loopback listener to the cores. */
+  http: number;
+  https: number;
+  gatewayToCores: number;
+}
+
+const SHIPPED_NGINX = deployFile('nginx/device-lifecycle-service.conf');
+
+/** The shipped configuration with `addresses` and a self-signed certificate in `dir`, included by a minimal nginx.conf there. */
+export function writeNginxConfig(dir: string, addresses: NginxAddresses): string {
+  const shipped = readFileSync(SHIPPED_NGINX, 'utf8');
+  const upstream = (name: string, ports: number[]) => (text: string) =>
+    text.replace(new RegExp(`(upstream ${name} \\{[\\s\\S]*?)((?:\\n\\s*server [^\\n]+)+)`), (_all, head: string, servers: string) => {
+      const options = /server \S+ ([^;]*);/.exec(servers)![1]!;
+      return `${head}${ports.map((port) => `\n    server 127.0.0.1:${port} ${options};`).join('')}`;
+    });
+  let config = [upstream('svc_cores', addresses.cores), upstream('svc_gateways', addresses.gateways)].reduce((text, edit) => edit(text), shipped);
+  config = config
+    .replace(/listen 80;/, `listen 127.0.0.1:${addresses.http};`)
+    .replace(/listen 443 /, `listen 127.0.0.1:${addresses.https} `)
+    .replace(/listen 127\.0\.0\.1:8080;/, `listen 127.0.0.1:${addresses.gatewayToCores};`)
+    .replace(/ssl_certificate \S+;/, `ssl_certificate ${dir}/cert.pem;`)
+    .replace(/ssl_certificate_key \S+;/, `ssl_certificate_key ${dir}/key.pem;`);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=svc.example.com',
+    '-addext', 'subjectAltName=DNS:svc.example.com,IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+  writeFileSync(join(dir, 'device-lifecycle-service.conf'), config);
+  const main = join(dir, 'nginx.conf');
+  // Debian's /etc/nginx/nginx.conf, reduced to what the test needs: paths in `dir`, conf.d's file included in http.
+  writeFileSync(
+    main,
+    `daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log notice;
+events { worker_connections 1024; }
+http {
+  access_log ${dir}/access.log;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  include ${dir}/device-lifecycle-service.conf;
+}
+`,
+  );
+  return main;
+}
+
+/** nginx running the shipped configuration on `addresses`; `agent` trusts its certificate. */
+export class Nginx {
+  readonly agent: Agent;
+
+  private constructor(
+    readonly dir: string,
+    readonly addresses: NginxAddresses,
+    private readonly child: ChildProcess,
+    private readonly exited: Promise<unknown>,
+  ) {
+    this.agent = new Agent({ ca: readFileSync(join(dir, 'cert.pem')), keepAlive: true, maxSockets: 64 });
+  }
+
+  static async start(addresses: NginxAddresses): Promise<Nginx> {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-nginx-'));
+    // nginx's workers run as nobody when started by root: they must reach the temp paths.
+    chmodSync(dir, 0o755);
+    const main = writeNginxConfig(dir, addresses);
+    const child = spawn('nginx', ['-p', dir, '-e', join(dir, 'error.log'), '-c', main], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const nginx = new Nginx(dir, addresses, child, exited);
+    if (!(await untilHealthy(`http://127.0.0.1:${addresses.http}`, child, { timeoutMs: 10_000, probe: '/' , accept: (status) => status === 308 }))) {
+      await nginx.stop();
+      throw new Error(`nginx did not start: ${nginx.errorLog()}`);
+    }
+    return nginx;
+  }
+
+  get url(): string {
+    return `https://127.0.0.1:${this.addresses.https}`;
+  }
+
+  errorLog(): string {
+    try {
+      return readFileSync(join(this.dir, 'error.log'), 'utf8');
+    } catch {
+      return '(no error log)';
+    }
+  }
+
+  /** A graceful stop (SIGQUIT), and its files removed. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGQUIT');
+    await this.exited;
+    this.agent.destroy();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/**
+ * One request, over `agent` when given (https through nginx) or plain http. A failed connection
+ * rejects; a status, whatever it is, resolves.
+ */
+export function send(url: string, options: { method?: string; headers?: Record<string, string>; body?: string; agent?: Agent } = {}): Promise<Answer> {
+  const { method = 'GET', headers = {}, body, agent } = options;
+  const target = new URL(url);
+  const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      target,
+      { method, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers }, ...(agent ? { agent, servername: 'svc.example.com' } : {}) },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: text }));
+        response.on('error', reject);
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
+}
+
+/** The sum of `metric`'s samples whose labels include every one of `labels`, in a Prometheus text. */
+export function sampleSum(text: string, metric: string, labels: Record<string, string>): number {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${metric}{`) && Object.entries(labels).every(([name, value]) => line.includes(`${name}="${value}"`)))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+}
