@@ -256,3 +256,69 @@ export function sampleSum(text: string, metric: string, labels: Record<string, s
     .filter((line) => line.startsWith(`${metric}{`) && Object.entries(labels).every(([name, value]) => line.includes(`${name}="${value}"`)))
     .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 }
+
+/** What the demo seed shows once, and what the tests and the benchmark use of it. */
+export interface DeploymentDemo {
+  apiKeys: { admin: string };
+  legacyKeys: { full: string };
+  companies: { acme: string };
+}
+
+/**
+ * Two cores and a gateway started from their units and environment files, behind nginx running the
+ * shipped configuration, on one PostgreSQL schema (made from `databaseUrl`, seeded with the demo) and
+ * one Redis, as deploy/ lays them out on one machine.
+ */
+export class Deployment {
+  private constructor(
+    readonly nginx: Nginx,
+    readonly cores: UnitProcess[],
+    readonly gateway: UnitProcess,
+    readonly demo: DeploymentDemo,
+    private readonly coreEnv: Record<string, string>,
+  ) {}
+
+  static async start(machine: { DATABASE_URL: string; REDIS_URL: string; REDIS_KEY_PREFIX: string; SVC_SECRET_KEY: string }, freePort: () => Promise<number>): Promise<Deployment> {
+    const coreEnv = { ...readEnvFile(deployFile('systemd/core.env')), ...machine };
+    const seeded = execFileSync(process.execPath, [join(ROOT, 'dist/src/main.js'), 'seed', '--demo', '--json'], { env: { PATH: process.env.PATH, ...coreEnv }, encoding: 'utf8' });
+    const demo = JSON.parse(seeded) as DeploymentDemo;
+    const addresses: NginxAddresses = {
+      cores: [await freePort(), await freePort()],
+      gateways: [await freePort()],
+      http: await freePort(),
+      https: await freePort(),
+      gatewayToCores: await freePort(),
+    };
+    const nginx = await Nginx.start(addresses);
+    const started: UnitProcess[] = [];
+    try {
+      const coreUnit = readUnit(deployFile('systemd/svc-core@.service'));
+      for (const port of addresses.cores) started.push(UnitProcess.spawn(coreUnit, port, coreEnv));
+      const { REDIS_URL: _redis, REDIS_KEY_PREFIX: _prefix, ...gatewayMachine } = machine;
+      const gateway = UnitProcess.spawn(readUnit(deployFile('systemd/svc-gateway@.service')), addresses.gateways[0]!, {
+        ...readEnvFile(deployFile('systemd/gateway.env')),
+        ...gatewayMachine,
+        V4_UPSTREAM: `http://127.0.0.1:${addresses.gatewayToCores}`,
+      });
+      started.push(gateway);
+      for (const instance of started) await instance.ready();
+      return new Deployment(nginx, started.slice(0, 2), gateway, demo, coreEnv);
+    } catch (error) {
+      for (const instance of started) await instance.kill9();
+      await nginx.stop();
+      throw error;
+    }
+  }
+
+  /** Starts core `index` again from its unit, on its port (after it stopped); resolves once /readyz answers 200. */
+  async startCore(index: number): Promise<UnitProcess> {
+    const core = UnitProcess.spawn(readUnit(deployFile('systemd/svc-core@.service')), this.nginx.addresses.cores[index]!, this.coreEnv);
+    this.cores[index] = core;
+    return core.ready();
+  }
+
+  async stop(): Promise<void> {
+    for (const instance of [...this.cores, this.gateway]) await instance.kill9();
+    await this.nginx.stop();
+  }
+}
