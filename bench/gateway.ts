@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
@@ -10,6 +10,7 @@ import { createCore } from '../src/core.js';
 import { buildGatewayApp } from '../src/gateway/gateway-app.js';
 import { sql } from '../src/store/sql.js';
 import { createLegacyKey } from '../src/gateway/legacy-keys.js';
+import { writeNginxMain } from '../test/helpers/deployment.js';
 import { untilHealthy } from '../test/helpers/healthz.js';
 import { freePort } from '../test/helpers/ports.js';
 import { apartFromServers, capacityRatio, measureRounds, pairedRatio, startBenchServer, benchEachBackend, schemaUrl, SECRET_KEY, ROUNDS_NOTE, PAIRED_RATIO_NOTE, CAPACITY_RATIO_NOTE, type Backend, type LoadTarget, type RoundsMeasurement } from './lib.js';
@@ -36,17 +37,9 @@ async function startNginx(upstream: string): Promise<{ url: string; stop(): Prom
   const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
   const port = await freePort();
   const { host } = new URL(upstream);
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  const main = writeNginxMain(
+    dir,
+    `access_log off;
   upstream core { server ${host}; keepalive 32; }
   server {
     listen 127.0.0.1:${port};
@@ -56,11 +49,9 @@ http {
       proxy_set_header Connection "";
       proxy_set_header Host $host;
     }
-  }
-}
-`,
+  }`,
   );
-  const child: ChildProcess = spawn(...apartFromServers('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf')]), { stdio: 'inherit' });
+  const child: ChildProcess = spawn(...apartFromServers('nginx', ['-p', dir, '-c', main]), { stdio: 'inherit' });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const url = `http://127.0.0.1:${port}`;
   if (!(await untilHealthy(url, child, { timeoutMs: 5_000 }))) {

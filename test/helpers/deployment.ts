@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { untilHealthy } from './healthz.js';
+import { StoppableProcess } from './server-process.js';
 
 /*
  * The files of deploy/ as an operator installs them, run here without systemd: a unit's ExecStart
@@ -70,17 +71,19 @@ export function execStartOf(unit: Unit, instance: string): string[] {
     .map((word) => (word === NODE ? process.execPath : word.replace(INSTALL_DIR, ROOT)));
 }
 
-/** A process started as its unit would start it: ExecStart with only the environment file's variables (and PATH). */
-export class UnitProcess {
-  readonly exited: Promise<number | null>;
+/**
+ * A process started as its unit would start it: ExecStart with only the environment file's variables
+ * (and PATH). stop() is systemctl stop: the unit's KillSignal, SIGTERM.
+ */
+export class UnitProcess extends StoppableProcess {
   private stderrText = '';
 
   private constructor(
-    readonly child: ChildProcess,
+    child: ChildProcess,
     readonly url: string,
     private readonly logFile: string,
   ) {
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    super(child);
     child.stderr!.on('data', (chunk: Buffer) => (this.stderrText += chunk.toString()));
   }
 
@@ -107,16 +110,6 @@ export class UnitProcess {
     return `stderr:\n${this.stderrText}\nlog (end):\n${readFileSync(this.logFile, 'utf8').slice(-4000)}`;
   }
 
-  /** systemctl stop: the unit's KillSignal, and the exit code. */
-  stop(): Promise<number | null> {
-    this.child.kill('SIGTERM');
-    return this.exited;
-  }
-
-  async kill9(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
-    await this.exited;
-  }
 }
 
 /** The addresses an operator sets in the shipped nginx configuration (docs/deployment.md), here loopback ports. */
@@ -149,8 +142,18 @@ export function writeNginxConfig(dir: string, addresses: NginxAddresses): string
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=svc.example.com',
     '-addext', 'subjectAltName=DNS:svc.example.com,IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
   writeFileSync(join(dir, 'device-lifecycle-service.conf'), config);
+  // Which cores each request was sent to, and what they answered (two when nginx moved it to the other).
+  return writeNginxMain(dir, `log_format upstreams '$request_method $uri $status upstreams=$upstream_addr statuses=$upstream_status';
+  access_log ${dir}/access.log upstreams;
+  include ${dir}/device-lifecycle-service.conf;`);
+}
+
+/**
+ * `dir`/nginx.conf: Debian's /etc/nginx/nginx.conf reduced to one worker in the foreground, its pid,
+ * logs and temporary files in `dir`, and `http` inside its http block. Returns its path.
+ */
+export function writeNginxMain(dir: string, http: string): string {
   const main = join(dir, 'nginx.conf');
-  // Debian's /etc/nginx/nginx.conf, reduced to what the test needs: paths in `dir`, conf.d's file included in http.
   writeFileSync(
     main,
     `daemon off;
@@ -159,10 +162,9 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log notice;
 events { worker_connections 1024; }
 http {
-  access_log ${dir}/access.log;
   client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  include ${dir}/device-lifecycle-service.conf;
+  ${http}
 }
 `,
   );
@@ -207,6 +209,11 @@ export class Nginx {
     } catch {
       return '(no error log)';
     }
+  }
+
+  /** The access log's lines so far: `METHOD uri status upstreams=… statuses=…`. */
+  accessLog(): string[] {
+    return readFileSync(join(this.dir, 'access.log'), 'utf8').split('\n').filter((line) => line !== '');
   }
 
   /** A graceful stop (SIGQUIT), and its files removed. */

@@ -63,10 +63,30 @@ export function runCommand(args: string[], env: NodeJS.ProcessEnv = {}): Promise
   });
 }
 
-/** A running `serve`. */
-export class ServerProcess {
-  readonly logs: LogLine[] = [];
+/** A server running as a child process, stopped as a supervisor stops it, or killed. */
+export class StoppableProcess {
   readonly exited: Promise<number | null>;
+
+  constructor(readonly child: ChildProcess) {
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  /** SIGTERM, and the exit code once the graceful shutdown is done. */
+  stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
+  /** SIGKILL, as an OOM killer or a power cut would: no drain, no flush. Also the cleanup after a failed test. */
+  async kill9(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+/** A running `serve`. */
+export class ServerProcess extends StoppableProcess {
+  readonly logs: LogLine[] = [];
   /** The `--json` summary line, once the server listens. */
   private listening: ServeSummary | undefined;
   private stdoutRest = '';
@@ -110,8 +130,8 @@ export class ServerProcess {
     return server;
   }
 
-  private constructor(readonly child: ChildProcess) {
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  private constructor(child: ChildProcess) {
+    super(child);
     child.stdout?.on('data', (chunk: Buffer) => this.onStdout(chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (this.stderrText += chunk.toString()));
   }
@@ -163,15 +183,4 @@ export class ServerProcess {
     this.child.stdout!.destroy();
   }
 
-  /** SIGTERM, and the exit code once the graceful shutdown is done. */
-  stop(): Promise<number | null> {
-    this.child.kill('SIGTERM');
-    return this.exited;
-  }
-
-  /** SIGKILL, as an OOM killer or a power cut would: no drain, no flush. Also the cleanup after a failed test. */
-  async kill9(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
-    await this.exited;
-  }
 }
