@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { adminQuery, backends, freePort, TEST_SECRET_KEY } from '../helpers/harness.js';
-import { Deployment, deployFile, readEnvFile, sampleSum, send, type Answer } from '../helpers/deployment.js';
+import { Deployment, deployFile, Nginx, readEnvFile, sampleSum, send, type Answer } from '../helpers/deployment.js';
 import { redisUrl, uniquePrefix } from '../shared-state/redis-support.js';
 
 /*
@@ -102,6 +103,41 @@ describe.skipIf(!inject('nginx'))('nginx with the shipped configuration', () => 
       expect(answer.status).toBe(403);
       expect(JSON.parse(answer.body).error.code).toBe('metrics_loopback_only');
     });
+
+    it('moves a write that was sent to a core which reset it to the other core only when it carries an Idempotency-Key', async () => {
+      // A core that takes the request, then resets its connection: what nginx meets when a core closes its port.
+      const resetting = createServer((socket) => socket.once('data', () => socket.resetAndDestroy()));
+      await new Promise<void>((resolve) => resetting.listen(0, '127.0.0.1', resolve));
+      const resettingAt = `127.0.0.1:${(resetting.address() as AddressInfo).port}`;
+      const realCore = deployment.nginx.addresses.cores[1]!;
+      const nginx = await Nginx.start({ cores: [Number(resettingAt.split(':')[1]), realCore], gateways: deployment.nginx.addresses.gateways, http: await freePort(), https: await freePort(), gatewayToCores: await freePort() });
+      try {
+        const createTeam = (headers: Record<string, string>) =>
+          send(`${nginx.url}/v4/teams`, { agent: nginx.agent, method: 'POST', headers: { ...admin(), ...headers }, body: JSON.stringify({ companyId: deployment.demo.companies.acme, name: `moved ${randomUUID()}` }) });
+        const sentTo = () => nginx.accessLog().at(-1)!;
+        // Round robin, per nginx worker: unkeyed writes until one is sent to the resetting core.
+        let unkeyed = await createTeam({});
+        await expect
+          .poll(async () => {
+            if (!sentTo().includes(resettingAt)) unkeyed = await createTeam({});
+            return sentTo();
+          }, { timeout: 20_000 })
+          .toContain(resettingAt);
+        expect(sentTo()).toMatch(new RegExp(`^POST /v4/teams 502 upstreams=${resettingAt} `));
+        expect(unkeyed.status).toBe(502);
+
+        // Once nginx tries the resetting core again (after its fail_timeout), a keyed write it reset goes on to the real core.
+        await expect
+          .poll(async () => {
+            expect((await createTeam({ 'idempotency-key': randomUUID() })).status).toBe(201);
+            return sentTo();
+          }, { timeout: 20_000 })
+          .toMatch(new RegExp(`^POST /v4/teams 201 upstreams=${resettingAt}, 127\\.0\\.0\\.1:${realCore} statuses=502, 201$`));
+      } finally {
+        await nginx.stop();
+        resetting.close();
+      }
+    }, 60_000);
 
     it('answers every read and keyed write while a core drains and stops, and sends to it again once restarted', async () => {
       const answers: Array<Answer & { request: string }> = [];
