@@ -17,21 +17,27 @@ import { redisUrl, uniquePrefix } from '../shared-state/redis-support.js';
  */
 
 const run = promisify(execFile);
+// What a production instance must be told (docs/operations.md, "Several instances"); the shutdown timings explicitly, as the unit's stop timeout depends on them.
+const SHARED_REQUIRED = ['HOST', 'DATABASE_URL', 'SVC_SECRET_KEY', 'PUBLIC_BASE_URL', 'TRUST_PROXY', 'SHUTDOWN_DRAIN_MS', 'SHUTDOWN_GRACE_MS'];
 const UNITS = [
-  { unit: 'systemd/svc-core@.service', env: 'systemd/core.env' },
-  { unit: 'systemd/svc-gateway@.service', env: 'systemd/gateway.env' },
+  { unit: 'systemd/svc-core@.service', env: 'systemd/core.env', required: [...SHARED_REQUIRED, 'REDIS_URL'] },
+  { unit: 'systemd/svc-gateway@.service', env: 'systemd/gateway.env', required: [...SHARED_REQUIRED, 'V4_UPSTREAM'] },
 ];
 const package_ = JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string> };
 // Every variable the service reads: its configuration's, and the gateway's --upstream.
 const KNOWN_VARIABLES = new Set([...Object.values(ENV_NAMES), 'V4_UPSTREAM']);
 
-describe.each(UNITS)('$unit with $env', ({ unit: unitPath, env: envPath }) => {
+describe.each(UNITS)('$unit with $env', ({ unit: unitPath, env: envPath, required }) => {
   const unit: Unit = readUnit(deployFile(unitPath));
   const env = readEnvFile(deployFile(envPath));
 
   it('reads its environment file, which sets only variables the service reads', () => {
     expect(basename(unitValue(unit, 'Service', 'EnvironmentFile')!)).toBe(basename(envPath));
     expect(Object.keys(env).filter((name) => !KNOWN_VARIABLES.has(name))).toEqual([]);
+  });
+
+  it('sets every variable a production instance needs', () => {
+    expect(required.filter((name) => !env[name])).toEqual([]);
   });
 
   it('stops by SIGTERM, and gives the drain and the grace their time before systemd kills', () => {
