@@ -13,8 +13,10 @@ export const ConfigSchema = z.object({
   databaseUrl: z.string().min(1).optional(),
   /** PGlite data directory; `memory://` keeps everything in memory (tests). */
   dataDir: z.string().min(1).default('.data'),
-  /** 32-byte key (hex or base64) for encrypting device PINs. Generated into dataDir when embedded. */
+  /** 32-byte key (hex or base64) sealing secrets at rest and keying HMACs. Generated into dataDir when embedded. */
   secretKey: z.string().min(1).optional(),
+  /** During a key rotation, the key being replaced: it still opens what it sealed; nothing new is sealed with it. */
+  secretKeyPrevious: z.string().min(1).optional(),
   smtpUrl: z.string().min(1).optional(),
   mailFrom: z.string().min(1).default('Device Lifecycle Service <no-reply@localhost>'),
   /** OpenID Connect issuer whose ID tokens are accepted as `Authorization: Bearer` on v4. */
@@ -105,6 +107,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   databaseUrl: 'DATABASE_URL',
   dataDir: 'DATA_DIR',
   secretKey: 'SVC_SECRET_KEY',
+  secretKeyPrevious: 'SVC_SECRET_KEY_PREVIOUS',
   smtpUrl: 'SMTP_URL',
   mailFrom: 'MAIL_FROM',
   oidcIssuer: 'OIDC_ISSUER',

@@ -92,10 +92,17 @@ function coreLogger(config: Config, injected?: Logger): { logger: Logger; output
   return { logger: createLogger(config, output), output };
 }
 
-function decodeKey(text: string): Buffer {
+function decodeKey(text: string, name = 'SVC_SECRET_KEY'): Buffer {
   const key = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
-  if (key.length !== 32) throw new ConfigError('SVC_SECRET_KEY must be 32 bytes, as 64 hex characters or base64');
+  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes, as 64 hex characters or base64`);
   return key;
+}
+
+function resolvePreviousKey(config: Config, current: Buffer): Buffer | undefined {
+  if (!config.secretKeyPrevious) return undefined;
+  const previous = decodeKey(config.secretKeyPrevious, 'SVC_SECRET_KEY_PREVIOUS');
+  if (previous.equals(current)) throw new ConfigError('SVC_SECRET_KEY_PREVIOUS must differ from SVC_SECRET_KEY: it is the key being replaced');
+  return previous;
 }
 
 /** Embedded mode keeps its generated key beside the data; PostgreSQL deployments must share one. */
@@ -121,6 +128,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
     changes = await openChangeFeed(db, logger);
     await migrate(db);
     const secretKey = resolveSecretKey(config);
+    const previousSecretKey = resolvePreviousKey(config, secretKey);
     const idTokens =
       config.oidcIssuer && config.oidcAudience ? createIdTokenVerifier(config.oidcIssuer, config.oidcAudience) : undefined;
     const mailer = createMailer(db, config, logger);
@@ -134,7 +142,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
       config.legacyUsageFlushMs,
     );
     const keyFirstUse = new FirstUseRecorder(db, now, (error) => logger.warn({ err: error }, 'first use of an API key not written; retried on its next call'));
-    const oauth = createOAuthServer({ config, db, secretKey, now, fetchClientMetadata: options.fetchClientMetadata });
+    const oauth = createOAuthServer({ config, db, secretKey, previousSecretKey, now, fetchClientMetadata: options.fetchClientMetadata });
     const shared = await openSharedState(config, logger, metrics.registry, () => now().getTime());
     return {
       config,
@@ -143,6 +151,7 @@ export async function createCore(config: Config, options: CoreOptions = {}): Pro
       auth: createAuthenticator(db, { idTokens, accessTokens: createAccessTokenVerifier(db, oauth, now), changes: feed }),
       mailer,
       secretKey,
+      previousSecretKey,
       now,
       mappings,
       metrics,

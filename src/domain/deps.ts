@@ -13,8 +13,10 @@ export interface DomainDeps {
   db: Db;
   logger: Logger;
   mailer: Mailer;
-  /** 32-byte key for encrypting secrets at rest (device PINs). */
+  /** 32-byte key sealing secrets at rest (pin-crypto.ts) and keying HMACs. */
   secretKey: Buffer;
+  /** The key a rotation replaces (SVC_SECRET_KEY_PREVIOUS): opens what it sealed, seals nothing. */
+  previousSecretKey?: Buffer;
   /** Injectable clock: tests move time, production reads the wall clock. */
   now: () => Date;
 }

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /*
- * Secrets at rest (device PINs): AES-256-GCM under core.secretKey. The stored text is
+ * Secrets at rest (device PINs, bridge keys, idempotent answers): AES-256-GCM under core.secretKey. The stored text is
  * base64(iv ‖ tag ‖ ciphertext); a fresh random IV per call makes equal PINs encrypt differently,
  * and the tag makes any tampering fail decryption instead of yielding a wrong PIN.
  */
@@ -30,4 +30,20 @@ export function decryptSecret(key: Buffer, sealed: string, context = ''): string
   decipher.setAAD(Buffer.from(context, 'utf8'));
   decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
   return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+}
+
+/** The keys of a store: `previousSecretKey` is set during a rotation (SVC_SECRET_KEY_PREVIOUS). */
+export interface SealingKeys {
+  secretKey: Buffer;
+  previousSecretKey?: Buffer | undefined;
+}
+
+/** Opens a secret sealed under the current key or, during a rotation, under the key being replaced. */
+export function openSealed(keys: SealingKeys, sealed: string, context = ''): string {
+  try {
+    return decryptSecret(keys.secretKey, sealed, context);
+  } catch (error) {
+    if (!keys.previousSecretKey) throw error;
+    return decryptSecret(keys.previousSecretKey, sealed, context);
+  }
 }

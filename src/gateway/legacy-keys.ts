@@ -5,7 +5,7 @@ import { API_KEY_PREFIX, hashSecret, secretMatches } from '../access/api-keys.js
 import type { Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { createUser, mintKeyForUser } from '../domain/admin.js';
-import { decryptSecret, encryptSecret } from '../domain/pin-crypto.js';
+import { encryptSecret, openSealed } from '../domain/pin-crypto.js';
 import { pgErrorCode, UNIQUE_VIOLATION, type Queryable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { and, sql, type Sql } from '../store/sql.js';
@@ -516,7 +516,7 @@ export async function resolveLegacyKey(core: Core, rawKey: string): Promise<Lega
     companyId: row.company_id,
     bridgeUserId: row.bridge_user_id,
     scopes: row.scopes,
-    bridgeApiKey: row.bridge_key_ciphertext === null ? null : decryptSecret(core.secretKey, row.bridge_key_ciphertext, row.id),
+    bridgeApiKey: row.bridge_key_ciphertext === null ? null : openSealed(core, row.bridge_key_ciphertext, row.id),
   };
 }
 

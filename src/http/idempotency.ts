@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
-import { decryptSecret, encryptSecret } from '../domain/pin-crypto.js';
+import { encryptSecret, openSealed } from '../domain/pin-crypto.js';
 import { badRequest, unprocessable } from '../errors.js';
 import type { Db, Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
@@ -22,6 +22,9 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const IDEMPOTENCY_TTL_HOURS = 24;
 const HOUR_MS = 3_600_000;
 const KEY_RULE = /^[\x21-\x7e]{1,255}$/;
+
+/** What a stored answer is bound to (associated data of its seal): the key is per user. */
+export const idempotencyContext = (userId: string, key: string) => `idempotency:${userId}:${key}`;
 
 export interface Answer {
   status: number;
@@ -110,7 +113,7 @@ export class IdempotentWrites {
     const { core } = this;
     const now = core.now();
     this.sweepNow(now);
-    const context = `idempotency:${userId}:${key}`;
+    const context = idempotencyContext(userId, key);
     // What a write reads of this instance's pending counters (a legacy key's last call) is written first.
     await Promise.all([core.legacyUsage.flush(), core.keyFirstUse.settled()]);
     const afterCommit: Array<() => void> = [];
@@ -131,7 +134,7 @@ export class IdempotentWrites {
             { field: 'Idempotency-Key', rule: 'same_request', message: `a retry must repeat the first request exactly; keys are kept for ${IDEMPOTENCY_TTL_HOURS} hours` },
           ]);
         }
-        return { status: stored!.status, body: JSON.parse(decryptSecret(core.secretKey, stored!.sealed_answer, context)) as unknown, replayed: true };
+        return { status: stored!.status, body: JSON.parse(openSealed(core, stored!.sealed_answer, context)) as unknown, replayed: true };
       }
       const written = await write(transactionCore(core, tx, afterCommit));
       await tx.query(sql`

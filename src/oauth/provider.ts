@@ -91,6 +91,8 @@ export interface OAuthServerOptions {
   config: Config;
   db: Queryable;
   secretKey: Buffer;
+  /** During a rotation, cookies signed under the key being replaced still verify. */
+  previousSecretKey?: Buffer | undefined;
   now: () => Date;
   fetchClientMetadata?: typeof fetch | undefined;
 }
@@ -130,16 +132,17 @@ export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
 }
 
 async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string, signingKey: ReturnType<typeof ephemeralJwks>): Promise<Provider> {
-  const { config, db, secretKey, now, fetchClientMetadata } = options;
+  const { config, db, secretKey, previousSecretKey, now, fetchClientMetadata } = options;
   // oidc-provider 9 warns once at import on Node 20 (it supports 22+); our tests cover its use here.
   const [{ Provider, errors }, jwks] = await Promise.all([import('oidc-provider'), signingKey]);
-  const cookieKey = createHmac('sha256', secretKey).update('oauth-cookies').digest('base64url');
+  // oidc-provider signs with the first key and verifies with any.
+  const cookieKeys = [secretKey, previousSecretKey].flatMap((key) => (key ? [createHmac('sha256', key).update('oauth-cookies').digest('base64url')] : []));
 
   const provider = new Provider(issuer, {
     adapter: createAdapterClass({ db, now, refreshGraceSeconds: config.oauthRefreshGraceSeconds }),
     jwks,
     cookies: {
-      keys: [cookieKey],
+      keys: cookieKeys,
       long: { signed: true, httpOnly: true, sameSite: 'lax' },
       short: { signed: true, httpOnly: true, sameSite: 'lax' },
     },

@@ -3,6 +3,7 @@ import { packageVersion } from '../version.js';
 import { addAccountCommands } from './account-commands.js';
 import { addLegacyKeyCommands } from './legacy-key-commands.js';
 import { addOrderCommands } from './order-commands.js';
+import { addSecretKeyCommands } from './secret-key-commands.js';
 import { addServeCommands } from './serve-commands.js';
 import { addStoreCommands } from './store-commands.js';
 
@@ -17,6 +18,7 @@ export function buildProgram(): Command {
     .showHelpAfterError();
   addServeCommands(program);
   addStoreCommands(program);
+  addSecretKeyCommands(program);
   addAccountCommands(program);
   addLegacyKeyCommands(program);
   addOrderCommands(program);

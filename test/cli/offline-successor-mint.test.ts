@@ -1,14 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { createCompany } from '../../src/domain/admin.js';
 import { recentCutoverEvents } from '../../src/gateway/cutover-events.js';
 import { createLegacyKey, dedicatedUserEmail, listLegacyKeys } from '../../src/gateway/legacy-keys.js';
-import { adminQuery, backends, SVC_SERVER_STEPS_TIMEOUT_MS, TEST_SECRET_KEY, type Backend } from '../helpers/harness.js';
-import { freshDataDir, runCommandSync } from '../helpers/server-process.js';
+import { backends, SVC_SERVER_STEPS_TIMEOUT_MS, TEST_SECRET_KEY } from '../helpers/harness.js';
+import { offlineStore, type OfflineStore } from '../helpers/offline-store.js';
+import { runCommandSync } from '../helpers/server-process.js';
 
 /*
  * The operator's offline mints for a legacy key's integration, with the server stopped, on both
@@ -17,21 +16,8 @@ import { freshDataDir, runCommandSync } from '../helpers/server-process.js';
  * the event is stored as the operator's.
  */
 
-/** Where a store lives, as flags and env for svc-server and as config for an in-process core. */
-async function offlineStore(backend: Backend): Promise<{ env: NodeJS.ProcessEnv; config: { dataDir: string; databaseUrl?: string }; drop(): Promise<void> }> {
-  if (backend === 'pglite') {
-    const dataDir = freshDataDir();
-    return { env: { DATA_DIR: dataDir, DATABASE_URL: '' }, config: { dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
-  }
-  const database = `offline_mint_${randomBytes(6).toString('hex')}`;
-  await adminQuery(`CREATE DATABASE ${database}`);
-  const url = new URL(inject('postgresUrl'));
-  url.pathname = `/${database}`;
-  return { env: { DATABASE_URL: url.href }, config: { dataDir: 'memory://', databaseUrl: url.href }, drop: () => adminQuery(`DROP DATABASE ${database} WITH (FORCE)`) };
-}
-
 describe.each(backends())('svc-server mints of a successor key, offline [%s]', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, (backend) => {
-  let store: Awaited<ReturnType<typeof offlineStore>>;
+  let store: OfflineStore;
   let companyId: string;
   let first: { id: string };
   let second: { id: string };
@@ -51,7 +37,7 @@ describe.each(backends())('svc-server mints of a successor key, offline [%s]', {
   };
 
   beforeAll(async () => {
-    store = await offlineStore(backend);
+    store = await offlineStore(backend, 'offline_mint');
     [companyId, first, second] = await withStore(async (core) => {
       const company = await createCompany(core.db, 'Offline GmbH');
       const scopes = ['api.teams.getAll'];
