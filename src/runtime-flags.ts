@@ -6,8 +6,7 @@ import { setFlagsFromString } from 'node:v8';
  * is allocated lives on, to allocate some sites straight into the old generation, and keeps those
  * decisions under load. Young objects written into those old ones then outlive young-generation
  * collections: a v4 read promoted 4.7 KB (node-postgres's objects of each query). Without it their
- * pause per request fell to between a half and a sixth (bench/results/pretenuring.md and docs/benchmarks.md's
- * reading of it). An operator who passes the flag to node explicitly keeps V8's default.
+ * pause per request is between a half and a sixth as long (the `pretenuring` benchmark, bench/RESULTS.md). An operator who passes the flag to node explicitly keeps V8's default.
  */
 export const PRETENURING_FLAG = '--allocation-site-pretenuring';
 

@@ -72,8 +72,8 @@ function lineParts(logger: Logger) {
  * with secret query values masked, addresses; never headers), the status and an error answer's code,
  * the caller's ids (never a credential) and the time, none of which a redaction path could match: it
  * is written as JSON straight to the logger's stream, in the format pino writes, without pino's
- * generic per-line path (serializers, merging the line object), which was most of what the line
- * cost (docs/benchmarks.md, "reference"). A request that errored is logged with its error through
+ * generic per-line path (serializers, merging the line object), which is most of what a line costs
+ * (the `profile` benchmark, bench/RESULTS.md). A request that errored is logged with its error through
  * the redacting logger.
  */
 export class RequestLog extends LogController {

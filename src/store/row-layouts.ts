@@ -5,9 +5,9 @@ import type { NamedStatement } from './statement-names.js';
  * node-postgres builds the layout of a result's rows (each column's value parser, and the empty row
  * that every row is copied from) anew from each RowDescription: a lookup per column and the spread of
  * a null-prototype object, which V8 runs on a slow path (2.5-4 µs a query in a profile, 7-11 µs for
- * an employee's 20 columns in a loop on a busy machine; with this change the counted single-employee
- * read went from 516k to 413k instructions, more than that cost explains: docs/benchmarks.md,
- * "reference"). A named statement's rows are described alike on every run, so its last layout is
+ * an employee's 20 columns in a loop on a busy machine; built per query, it costs the counted
+ * single-employee read about a fifth of its instructions, more than that explains: the `instructions`
+ * benchmark, bench/RESULTS.md). A named statement's rows are described alike on every run, so its last layout is
  * reused while PostgreSQL describes the columns the same way (names, types and formats); a column
  * changed by a migration gets a layout built anew.
  */
