@@ -96,6 +96,13 @@ async function register(program: Command, args: readonly string[], io: CliIo, on
     });
 }
 
+/** The program with every command registered, as help shows it (the generated CLI reference walks it). */
+export async function fullProgram(io: CliIo): Promise<Command> {
+  const program = buildProgram(io);
+  await register(program, [], io, () => undefined);
+  return program;
+}
+
 function reportError(io: CliIo, error: CliError, format: string | undefined): void {
   if (format === 'json') {
     const envelope =

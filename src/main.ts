@@ -5,12 +5,11 @@ import { CommanderError, type Command } from 'commander';
 import { z } from 'zod';
 import { ConfigError } from './config.js';
 import { AppError, validationError } from './errors.js';
-import { buildProgram } from './operator/program.js';
+import { buildProgram, SERVER_EXIT } from './operator/program.js';
 import { DataDirInUseError } from './store/db.js';
 
 /* svc-server's entry: runs one command and turns its outcome into an exit code and a message. */
 
-/** Exit codes: 0 ok, 1 failure, 2 usage error. */
 async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   // Usage errors of any subcommand must reach the catch below to exit 2.
@@ -24,14 +23,14 @@ async function main(argv: string[]): Promise<void> {
   } catch (caught) {
     let error = caught;
     if (error instanceof CommanderError) {
-      process.exit(error.exitCode === 0 ? 0 : 2);
+      process.exit(error.exitCode === 0 ? SERVER_EXIT.ok : SERVER_EXIT.usage);
     }
     if (error instanceof z.ZodError) error = validationError(error, 'arguments');
     const known = error instanceof AppError || error instanceof ConfigError || error instanceof DataDirInUseError;
     const message = error instanceof AppError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
     process.stderr.write(`svc-server: ${known ? message : `unexpected error: ${message}`}\n`);
     if (!known && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
-    process.exit(1);
+    process.exit(SERVER_EXIT.failure);
   }
 }
 

@@ -34,6 +34,8 @@ abstract class SeriesMetric<L extends string, S extends { labels: Labels<L> }> {
   constructor(
     readonly name: string,
     readonly help: string,
+    /** Read like a prom-client metric's (the generated metrics reference lists them). */
+    readonly labelNames: readonly L[],
     registry: Registry,
   ) {
     // prom-client types a registered metric as one of its own classes; the registry itself only reads
@@ -67,8 +69,8 @@ abstract class SeriesMetric<L extends string, S extends { labels: Labels<L> }> {
 export class SeriesHistogram<L extends string> extends SeriesMetric<L, HistogramSeries<L>> {
   readonly type = 'histogram';
 
-  constructor(name: string, help: string, private readonly bounds: readonly number[], registry: Registry) {
-    super(name, help, registry);
+  constructor(name: string, help: string, labelNames: readonly L[], private readonly bounds: readonly number[], registry: Registry) {
+    super(name, help, labelNames, registry);
   }
 
   protected fresh(labels: Labels<L>): HistogramSeries<L> {

@@ -31,6 +31,7 @@ export function createMetrics(schedule: SunsetSchedule, now: () => Date): Metric
   const httpDuration = new SeriesHistogram<'route' | 'method' | 'status'>(
     'svc_http_request_duration_seconds',
     'HTTP requests answered, by route pattern, method and status',
+    ['route', 'method', 'status'],
     HTTP_BUCKETS,
     registry,
   );

@@ -37,11 +37,13 @@ export function createGatewayMetrics(registry: Registry, schedule: SunsetSchedul
   const requests = new SeriesCounter<keyof V2RequestLabels>(
     'svc_v2_requests_total',
     'v2 requests answered by the gateway, by route, v2 scope, v4 capability and outcome',
+    ['route', 'scope', 'capability', 'outcome'],
     registry,
   );
   const translation = new SeriesHistogram<'route'>(
     'svc_v2_translation_seconds',
     'Time to answer a v2 request, translation and v4 calls included',
+    ['route'],
     TRANSLATION_BUCKETS,
     registry,
   );

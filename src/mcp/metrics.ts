@@ -18,7 +18,7 @@ export function createMcpMetrics(registry: Registry): McpMetrics {
   const calls =
     existing instanceof SeriesCounter
       ? (existing as SeriesCounter<'tool' | 'outcome'>)
-      : new SeriesCounter<'tool' | 'outcome'>(TOOL_CALLS, 'MCP tools/call requests, by tool and outcome', registry);
+      : new SeriesCounter<'tool' | 'outcome'>(TOOL_CALLS, 'MCP tools/call requests, by tool and outcome', ['tool', 'outcome'], registry);
   return {
     recordToolCall(tool, outcome) {
       calls.inc(`${outcome} ${tool}`, () => ({ tool, outcome }));

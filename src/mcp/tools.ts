@@ -43,7 +43,8 @@ function annotations(op: AnyOperation): NonNullable<Tool['annotations']> {
   };
 }
 
-const BASE_TOOLS: ReadonlyMap<string, Tool> = new Map(
+/** Every tool as any credential sees it before its availability marks (the generated MCP reference lists these). */
+export const BASE_TOOLS: ReadonlyMap<string, Tool> = new Map(
   TOOL_OPERATIONS.map((op) => [
     op.name,
     {

@@ -43,7 +43,7 @@ export function addServeCommands(program: Command): void {
     program
       .command('gateway')
       .description('run the v2 gateway as its own process in front of a running core (PostgreSQL only)')
-      .addOption(new Option('--upstream <url>', 'base URL of the core').env('V4_UPSTREAM').makeOptionMandatory())
+      .addOption(new Option('--upstream <url>', 'http(s) base URL of the core whose v4 API the gateway translates v2 calls into').env('V4_UPSTREAM').makeOptionMandatory())
       .addOption(new Option('--port <port>', 'port (env PORT, default 3001)'))
       .addOption(new Option('--host <host>', 'interface (env HOST, default 127.0.0.1)')),
   ).action(async (flags: StoreFlags & { upstream: string; port?: string; host?: string }) => {

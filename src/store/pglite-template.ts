@@ -32,9 +32,17 @@ let version: string | undefined;
 /** The installed PGlite's version: a copy made by another version is never unpacked. */
 export const pgliteVersion = () => (version ??= readPgliteVersion());
 
+/** The variable naming the cache directory, as docs/reference/configuration.md lists it. */
+export const CACHE_HOME_VARIABLE = {
+  name: 'XDG_CACHE_HOME',
+  default: '~/.cache',
+  description:
+    'A new PGlite store is unpacked from an empty cluster kept in `$XDG_CACHE_HOME/device-lifecycle-service/` (made on first use, mode 0600) instead of running initdb. Only a copy owned by this user, in a directory and file no one else can write, is used; a copy that does not unpack is removed; without a usable cache directory stores are made by initdb.',
+} as const;
+
 /** Where the cluster copies are kept: $XDG_CACHE_HOME (or ~/.cache, as the XDG spec says for a relative one)/device-lifecycle-service. */
 export function defaultTemplateDir(): string {
-  const cache = process.env.XDG_CACHE_HOME;
+  const cache = process.env[CACHE_HOME_VARIABLE.name];
   return join(cache && isAbsolute(cache) ? cache : join(homedir(), '.cache'), 'device-lifecycle-service');
 }
 

@@ -20,7 +20,7 @@ describe('series metrics (plain numbers formatted at scrape time)', () => {
   it('expose the same histogram as prom-client for the same observations', async () => {
     const ours = new Registry();
     const theirs = new Registry();
-    const series = new SeriesHistogram<'route' | 'status'>('t_seconds', 'test histogram', BOUNDS, ours);
+    const series = new SeriesHistogram<'route' | 'status'>('t_seconds', 'test histogram', ['route', 'status'], BOUNDS, ours);
     const reference = new Histogram({ name: 't_seconds', help: 'test histogram', labelNames: ['route', 'status'], buckets: BOUNDS, registers: [theirs] });
     // On a bound, between bounds, above every bound, zero; two label sets.
     const observations: Array<[string, string, number]> = [
@@ -45,7 +45,7 @@ describe('series metrics (plain numbers formatted at scrape time)', () => {
   it('expose the same counter as prom-client, and reset with the registry', async () => {
     const ours = new Registry();
     const theirs = new Registry();
-    const series = new SeriesCounter<'outcome'>('t_total', 'test counter', ours);
+    const series = new SeriesCounter<'outcome'>('t_total', 'test counter', ['outcome'], ours);
     const reference = new Counter({ name: 't_total', help: 'test counter', labelNames: ['outcome'], registers: [theirs] });
     for (const outcome of ['ok', 'ok', 'denied', 'ok']) {
       series.inc(outcome, () => ({ outcome }));
