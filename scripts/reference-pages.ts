@@ -127,6 +127,7 @@ const visibleOptions = (command: Command): Documented[] =>
       flags: option.flags,
       description: [
         option.description,
+        option.argChoices === undefined ? '' : `(one of: ${option.argChoices.join(', ')})`,
         option.envVar === undefined ? '' : `(env ${option.envVar})`,
         option.mandatory ? '[required]' : '',
         option.defaultValue === undefined ? '' : `(default ${JSON.stringify(option.defaultValue)})`,

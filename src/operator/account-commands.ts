@@ -19,9 +19,9 @@ export function addAccountCommands(program: Command): void {
     users
       .command('create')
       .description('create a user')
-      .requiredOption('--email <email>')
-      .requiredOption('--name <displayName>')
-      .addOption(new Option('--role <role>').choices(['admin', 'manager', 'employee']).makeOptionMandatory())
+      .requiredOption('--email <email>', 'the email the user signs in with')
+      .requiredOption('--name <displayName>', 'the name shown for the user')
+      .addOption(new Option('--role <role>', 'what the user may do').choices(['admin', 'manager', 'employee']).makeOptionMandatory())
       .requiredOption('--company <id...>', 'company id(s); only admins may have several')
       .option('--team <id...>', 'manager scope: team ids')
       .option('--region <code...>', 'manager scope: ISO country codes')
@@ -47,7 +47,7 @@ export function addAccountCommands(program: Command): void {
     users
       .command('set-password')
       .description('set the password a user signs in to the application pages with; read from the first line of stdin')
-      .requiredOption('--email <email>'),
+      .requiredOption('--email <email>', 'the user’s email'),
   ).action(async (flags: StoreFlags & { email: string }) => {
     const { setUserPassword } = await import('../access/passwords.js');
     // Never a flag: a password in argv shows in the process list and the shell history.
@@ -59,7 +59,7 @@ export function addAccountCommands(program: Command): void {
   });
   for (const [name, disabled] of [['disable', true], ['enable', false]] as const) {
     storeOptions(
-      users.command(name).description(`${name} a user (keys bound to it ${disabled ? 'stop' : 'resume'} working at once)`).requiredOption('--email <email>'),
+      users.command(name).description(`${name} a user (keys bound to it ${disabled ? 'stop' : 'resume'} working at once)`).requiredOption('--email <email>', 'the user’s email'),
     ).action(async (flags: StoreFlags & { email: string }) => {
       const { setUserDisabled } = await import('../domain/admin.js');
       await withCore(flags, async (core) => {

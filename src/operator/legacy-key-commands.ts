@@ -62,7 +62,7 @@ ${describeLegacyKey(key)}
       output(flags, result, [`Imported ${result.imported} legacy key(s):`, ...result.keys.map(describeLegacyKey)].join('\n'));
     });
   });
-  storeOptions(legacyKeys.command('list').description('list legacy keys (never the keys themselves)').option('--company <id>')).action(
+  storeOptions(legacyKeys.command('list').description('list legacy keys (never the keys themselves)').option('--company <id>', 'only the keys of this company')).action(
     async (flags: StoreFlags & { company?: string }) => {
       const { listLegacyKeys } = await import('../gateway/legacy-keys.js');
       await withCore(flags, async (core) => {

@@ -19,7 +19,7 @@ export function addOrderCommands(program: Command): void {
     });
   };
   const eventOptions = (command: Command) =>
-    storeOptions(command.argument('<orderId>').option('--note <text>').option('--occurred-at <iso>', 'when it happened (default now)'));
+    storeOptions(command.argument('<orderId>').option('--note <text>', 'a note recorded with the event').option('--occurred-at <iso>', 'when it happened (default now)'));
   eventOptions(
     orders.command('advance').description('move an order to another status (see the transitions in the API docs)').requiredOption('--status <status>', 'the new status, any case'),
   ).action((orderId: string, flags: EventFlags) => postEvent(orderId, 'status', flags));

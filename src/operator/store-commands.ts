@@ -5,7 +5,7 @@ import { output, storeOptions, withCore, type StoreFlags } from './store-options
 
 /** `migrate` and `seed`: the store's schema and first data. */
 export function addStoreCommands(program: Command): void {
-  storeOptions(program.command('migrate').description('apply pending schema migrations')).action(async (flags: StoreFlags) => {
+  storeOptions(program.command('migrate').description('apply pending schema migrations (every start applies them too)')).action(async (flags: StoreFlags) => {
     const { migrate } = await import('../store/migrations.js');
     // createCore already migrates; asking again reports that nothing is pending.
     await withCore(flags, async (core) => {
@@ -15,7 +15,7 @@ export function addStoreCommands(program: Command): void {
   });
 
   storeOptions(
-    program.command('seed').description('load a data set into an empty store').requiredOption('--demo', 'the demo data set'),
+    program.command('seed').description('load a data set into an empty store and print its API keys').requiredOption('--demo', 'the demo data set'),
   ).action(async (flags: StoreFlags) => {
     const { isEmpty } = await import('../domain/demo.js');
     await withCore(flags, async (core) => {
