@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Fastify from 'fastify';
 import proxy from '@fastify/http-proxy';
 import { pino } from 'pino';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/kit/config.js';
 import { createCore } from '../src/core.js';
 import { buildGatewayApp } from '../src/gateway/gateway-app.js';
 import { sql } from '../src/store/sql.js';

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { PRETENURING_FLAG } from '../src/runtime-flags.js';
+import { PRETENURING_FLAG } from '../src/kit/runtime-flags.js';
 import { danaOf } from '../test/faults/support.js';
 import { ServerProcess } from '../test/helpers/server-process.js';
 import { seriesValue } from '../test/helpers/prometheus.js';
@@ -7,7 +7,7 @@ import { createBenchSchema, measureRounds, pairedRatio, ROUNDS_NOTE, PAIRED_RATI
 
 /*
  * The server process as deployed (the build of `svc-server serve --demo`, on PostgreSQL, each in a
- * schema of its own) as it runs, with V8's allocation-site pretenuring off (src/runtime-flags.ts),
+ * schema of its own) as it runs, with V8's allocation-site pretenuring off (src/kit/runtime-flags.ts),
  * beside the same server with it on (node --allocation-site-pretenuring): throughput in turn, and from
  * each server's own /metrics its CPU time and its young-generation collections per request.
  */

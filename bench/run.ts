@@ -1,5 +1,5 @@
 // First: the servers this process hosts run with svc-server's V8 settings.
-import '../src/runtime-flags.js';
+import '../src/kit/runtime-flags.js';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { machine } from './lib.js';
 

@@ -4,7 +4,7 @@ import { API_KEY_PREFIX } from '../src/access/api-keys.js';
 import { CliError, DEFAULT_TIMEOUT_SECONDS, EXIT, exitCodeForStatus, usageError } from './exit-codes.js';
 import type { Target } from './config.js';
 import type { CliIo } from './io.js';
-import { packageVersion } from '../src/version.js';
+import { packageVersion } from '../src/kit/version.js';
 
 /** The v4 envelope, success or failure, exactly as the API sent it. */
 export type Envelope =

@@ -1,5 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
-import { packageVersion } from '../src/version.js';
+import { packageVersion } from '../src/kit/version.js';
 import { CliError, DEFAULT_TIMEOUT_SECONDS, EXIT, EXIT_CODES_HELP, messageLine, type ExitCode } from './exit-codes.js';
 import { useColour, type CliIo } from './io.js';
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CLI_ENVIRONMENT } from '../cli/environment.js';
 import { EXIT, EXIT_CODES_HELP } from '../cli/exit-codes.js';
 import { fullProgram } from '../cli/run.js';
-import { ConfigSchema, ENV_NAMES, loadConfig, type Config } from '../src/config.js';
+import { ConfigSchema, ENV_NAMES, loadConfig, type Config } from '../src/kit/config.js';
 import { BASE_TOOLS, TOOL_OPERATIONS } from '../src/mcp/tools.js';
 import { OPERATIONS } from '../src/operations/index.js';
 import { buildProgram, SERVER_EXIT, SERVER_EXIT_MEANINGS } from '../src/operator/program.js';
@@ -241,7 +241,7 @@ function configurationPage(): string {
   }
   const settings = Object.entries(ConfigSchema.shape).map(([key, schema]) => {
     const description = schema.description;
-    if (description === undefined) throw new Error(`src/config.ts: setting ${key} has no .describe(): the configuration reference needs one`);
+    if (description === undefined) throw new Error(`src/kit/config.ts: setting ${key} has no .describe(): the configuration reference needs one`);
     const variable = ENV_NAMES[key as keyof Config];
     return [code(variable), [...(flags.get(key) ?? [])].sort(byText).map(code).join(', '), defaultOf(schema), accepts(schema), description];
   });
@@ -250,7 +250,7 @@ function configurationPage(): string {
   const cliRows = [...CLI_ENVIRONMENT].sort((a, b) => byText(a.name, b.name)).map((v) => [code(v.name), v.default, v.description]);
   return page(
     'Configuration',
-    'the config schema (`src/config.ts`), the `svc-server` options and `cli/environment.ts`',
+    'the config schema (`src/kit/config.ts`), the `svc-server` options and `cli/environment.ts`',
     '## `svc-server`: the service and the gateway',
     '`svc-server serve` and `svc-server gateway` read the same settings; a flag wins over its variable, and an empty variable counts as unset.',
     table(['Variable', 'Flag', 'Default', 'Accepts', 'Meaning'], serverRows),

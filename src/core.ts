@@ -2,8 +2,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import type { Config } from './config.js';
-import { ConfigError } from './config.js';
+import type { Config } from './kit/config.js';
+import { ConfigError } from './kit/config.js';
 import { openDb } from './store/db.js';
 import { migrate } from './store/migrations.js';
 import { openChangeFeed, type ChangeFeed } from './store/change-feed.js';
@@ -19,7 +19,7 @@ import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
 import { createAccessTokenVerifier } from './oauth/verifier.js';
 import { openSharedState, type SharedState } from './shared-state/index.js';
 import { requestSerializer } from './http/log-redaction.js';
-import { createLogOutput, type LogOutput } from './log-output.js';
+import { createLogOutput, type LogOutput } from './kit/log-output.js';
 
 /**
  * The process's services, built once from the parsed config: the domain's dependencies and what

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // First: V8 settings must be in place before anything else allocates.
-import './runtime-flags.js';
+import './kit/runtime-flags.js';
 import { CommanderError, type Command } from 'commander';
 import { z } from 'zod';
-import { ConfigError } from './config.js';
-import { AppError, validationError } from './errors.js';
+import { ConfigError } from './kit/config.js';
+import { AppError, validationError } from './kit/errors.js';
 import { buildProgram, SERVER_EXIT } from './operator/program.js';
 import { DataDirInUseError } from './store/db.js';
 

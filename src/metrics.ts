@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
-import { SeriesHistogram } from './metric-series.js';
+import { SeriesHistogram } from './kit/metric-series.js';
 import { createGatewayMetrics, type GatewayMetrics } from './gateway/metrics.js';
 import type { SunsetSchedule } from './gateway/sunset-status.js';
 

@@ -1,5 +1,5 @@
 // First: the reference runs on svc-server's V8 settings, so the two differ by their code alone.
-import '../../src/runtime-flags.js';
+import '../../src/kit/runtime-flags.js';
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import pg from 'pg';

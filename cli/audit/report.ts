@@ -1,4 +1,4 @@
-import { closest } from '../../src/did-you-mean.js';
+import { closest } from '../../src/kit/did-you-mean.js';
 import { usageError } from '../exit-codes.js';
 import { callsSince, leastCapabilities, ruleCovers, ruleFor } from '../../src/gateway/scope-rules.js';
 import { brownoutNotice, sunsetStatus, type SunsetStatus } from '../../src/gateway/sunset-status.js';

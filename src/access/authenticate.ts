@@ -6,7 +6,7 @@ import { loadUserByEmail, principalFromUser, USER_COLUMNS, type Principal, type 
 import type { Queryable } from '../store/db.js';
 import { TopicCache, type ChangeFeed } from '../store/change-feed.js';
 import { sql } from '../store/sql.js';
-import { AppError, unauthorized } from '../errors.js';
+import { AppError, unauthorized } from '../kit/errors.js';
 
 export const NOT_USER_BOUND_MESSAGE =
   'API key is not bound to a user. Legacy v2 keys are not accepted here: mint a v4 key (svc_sk_…) bound to a user.';

@@ -1,7 +1,7 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound } from '../kit/errors.js';
 
 /** scrypt parameters (N=2^15, r=8, p=1: OWASP's minimum); stored with the hash so they can rise later. */
 const PARAMS = { N: 32_768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;

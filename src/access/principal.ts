@@ -2,7 +2,7 @@ import type { Capability, Role } from './capabilities.js';
 import { ROLE_CEILING } from './capabilities.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
-import { badRequest, forbidden } from '../errors.js';
+import { badRequest, forbidden } from '../kit/errors.js';
 
 export type Credential =
   | { kind: 'api_key'; keyId: string }

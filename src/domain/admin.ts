@@ -4,7 +4,7 @@ import { ROLE_CEILING, ROLES, type Capability, type Role } from '../access/capab
 import type { Queryable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { sql } from '../store/sql.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound } from '../kit/errors.js';
 
 /** Operator actions behind `svc-server users …` and `svc-server keys …`. */
 

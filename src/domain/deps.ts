@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { Config } from '../kit/config.js';
 import type { Db } from '../store/db.js';
 import type { Mailer } from './mail.js';
 

@@ -1,14 +1,14 @@
 import type { Principal } from '../access/principal.js';
 import { readCompanies, resolveWriteCompany } from '../access/principal.js';
 import { employeeScope, teamScope, wholeCompanies } from '../access/scope.js';
-import { baseUrlOf } from '../config.js';
+import { baseUrlOf } from '../kit/config.js';
 import type { DomainDeps } from './deps.js';
 import type { Queryable } from '../store/db.js';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { paginate, type PageRequest } from '../store/paging.js';
 import { and, containsText, join, raw, sql, type Sql } from '../store/sql.js';
-import { badRequest, conflict, forbidden, notFound } from '../errors.js';
+import { badRequest, conflict, forbidden, notFound } from '../kit/errors.js';
 import { ensureTeamByName } from './teams.js';
 
 /** API field -> column of the plain employee fields (an allowlist: only these reach SQL as identifiers). */

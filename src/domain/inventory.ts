@@ -6,7 +6,7 @@ import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { paginate, type Page, type PageQuerySpec, type PageRequest } from '../store/paging.js';
 import { and, containsText, join, sql, type Sql } from '../store/sql.js';
-import { AppError, badRequest, conflict, notFound, unprocessable, type FieldProblem } from '../errors.js';
+import { AppError, badRequest, conflict, notFound, unprocessable, type FieldProblem } from '../kit/errors.js';
 import {
   PIN_TYPES,
   PRODUCT_TYPES,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Transporter } from 'nodemailer';
-import type { Config } from '../config.js';
+import type { Config } from '../kit/config.js';
 import type { Db, Queryable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { sql } from '../store/sql.js';

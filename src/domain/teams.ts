@@ -6,7 +6,7 @@ import { pgErrorCode, UNIQUE_VIOLATION } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { paginate, type PageRequest } from '../store/paging.js';
 import { and, containsText, sql } from '../store/sql.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict, notFound } from '../kit/errors.js';
 
 export interface TeamRecord {
   id: string;

@@ -3,7 +3,7 @@ import { Gauge } from 'prom-client';
 import type { Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { createUser, mintKeyForUser } from '../domain/admin.js';
-import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
+import { conflict, forbidden, notFound, unprocessable } from '../kit/errors.js';
 import { sql, type Sql } from '../store/sql.js';
 import { recordCutoverEvent } from './cutover-events.js';
 import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, usageWindowStart, type CutoverStage } from './cutover-stage.js';

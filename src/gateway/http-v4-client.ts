@@ -1,6 +1,6 @@
 import type { Core } from '../core.js';
-import { badRequest } from '../errors.js';
-import { callUpstream } from '../http/upstream.js';
+import { badRequest } from '../kit/errors.js';
+import { callUpstream } from '../kit/upstream.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import { upstreamFailure } from './upstream-failure.js';
 import type { V4Client, V4Envelope } from './v4-client.js';

@@ -3,7 +3,7 @@ import { API_KEY_PREFIX } from '../access/api-keys.js';
 import { NOT_USER_BOUND_MESSAGE } from '../access/authenticate.js';
 import type { Core } from '../core.js';
 import { bearerChallenge } from '../mcp/discovery.js';
-import { unauthorized, type AppError } from '../errors.js';
+import { unauthorized, type AppError } from '../kit/errors.js';
 import type { LegacyKeySurface } from './metrics.js';
 
 /** Every v4 surface, by path prefix: a legacy key sent to any of them is refused before routing. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import type { ChangeTopic } from '../store/change-feed.js';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../kit/config.js';
 import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capabilities.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';

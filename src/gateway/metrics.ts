@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { SeriesCounter, SeriesHistogram } from '../metric-series.js';
+import { SeriesCounter, SeriesHistogram } from '../kit/metric-series.js';
 import { sunsetStatus, type SunsetSchedule } from './sunset-status.js';
 
 /*

@@ -1,5 +1,5 @@
 import { CAPABILITIES, type Capability } from '../access/capabilities.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { OWNER_PLAN_PATH } from './deprecation.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';

@@ -1,5 +1,5 @@
 import type { CompareRules } from './mappings.js';
-import { isJsonObject } from '../json-object.js';
+import { isJsonObject } from '../kit/json-object.js';
 
 /*
  * The comparison of the shadow check: a legacy v2 answer against the gateway's translation of the

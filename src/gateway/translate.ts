@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { AppError, badRequest, unprocessable } from '../errors.js';
+import { AppError, badRequest, unprocessable } from '../kit/errors.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { LookupTopic, Transform } from './mappings.js';
-import { isJsonObject } from '../json-object.js';
+import { isJsonObject } from '../kit/json-object.js';
 
 /*
  * The executors of the named transforms of mappings/v2-routes.yaml. The maps compose them; this

@@ -1,5 +1,5 @@
 import type { Core } from '../core.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 
 /** A failed fetch to an upstream (the legacy v2 API, or the v4 core when the gateway runs apart) as the v2 error, counted. */
 export function upstreamFailure(

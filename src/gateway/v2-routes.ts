@@ -1,11 +1,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_KEY_PREFIX, hashSecret } from '../access/api-keys.js';
 import type { Core } from '../core.js';
-import { AppError, badRequest, forbidden, ServiceUnavailable, unauthorized } from '../errors.js';
+import { AppError, badRequest, forbidden, ServiceUnavailable, unauthorized } from '../kit/errors.js';
 import { restInput } from '../http/rest.js';
 import { toAppError } from '../http/errors.js';
 import { noteCaller, noteErrorCode } from '../http/request-log.js';
-import { callUpstream } from '../http/upstream.js';
+import { callUpstream } from '../kit/upstream.js';
 import { upstreamFailure } from './upstream-failure.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';

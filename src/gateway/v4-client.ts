@@ -1,6 +1,6 @@
 import type { Core } from '../core.js';
 import type { Principal } from '../access/principal.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import { invokeOperation } from '../operations/operation.js';
 import { TopicCache } from '../store/change-feed.js';

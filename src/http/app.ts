@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Core } from '../core.js';
-import { AppError, ServiceUnavailable } from '../errors.js';
+import { AppError, ServiceUnavailable } from '../kit/errors.js';
 import { registerRestRoutes } from './rest.js';
 import { registerDocs } from './openapi.js';
 import { registerV2Routes, sendV2Error } from '../gateway/v2-routes.js';

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../kit/config.js';
 import type { Core } from '../core.js';
-import { forbidden } from '../errors.js';
+import { forbidden } from '../kit/errors.js';
 import { sendError } from './errors.js';
-import { LOOPBACK_HOSTS } from './loopback.js';
+import { LOOPBACK_HOSTS } from '../kit/loopback.js';
 
 /*
  * CORS for what a browser-based MCP client reaches across origins: the MCP endpoint, the discovery

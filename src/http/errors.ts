@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { noteErrorCode } from './request-log.js';
 
 /*

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
 import { encryptSecret, openSealed } from '../domain/pin-crypto.js';
-import { badRequest, unprocessable } from '../errors.js';
+import { badRequest, unprocessable } from '../kit/errors.js';
 import type { Db, Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { baseUrlOf, ConfigError, type Config } from '../config.js';
+import { baseUrlOf, ConfigError, type Config } from '../kit/config.js';
 import type { Core } from '../core.js';
 import { startDraining } from './drain.js';
 

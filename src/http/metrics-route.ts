@@ -1,9 +1,9 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { ConfigError, type Config } from '../config.js';
+import { ConfigError, type Config } from '../kit/config.js';
 import type { Core } from '../core.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { errorBody, toAppError } from './errors.js';
 
 /*

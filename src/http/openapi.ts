@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
-import { baseUrlOf } from '../config.js';
+import { baseUrlOf } from '../kit/config.js';
 import { pathParams } from '../gateway/mappings.js';
 import type { Core } from '../core.js';
 import { buildV2OpenApiDocument } from '../gateway/v2-openapi.js';

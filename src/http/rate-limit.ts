@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 
 export interface RateLimitRule {
   /** Names the limit in the 429 message, the metric label and the bucket keys, e.g. "oauth_token". */

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Core } from '../core.js';
-import { badRequest } from '../errors.js';
+import { badRequest } from '../kit/errors.js';
 import { OPERATIONS } from '../operations/index.js';
 import { invokeOperation, requireAccess, type AnyOperation } from '../operations/operation.js';
 import { fingerprintOf, idempotencyKeyOf, IdempotentWrites } from './idempotency.js';

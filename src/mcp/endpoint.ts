@@ -14,7 +14,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Principal } from '../access/principal.js';
 import type { AnyOperation } from '../operations/operation.js';
 import type { Core } from '../core.js';
-import { AppError, ServiceUnavailable } from '../errors.js';
+import { AppError, ServiceUnavailable } from '../kit/errors.js';
 import { toAppError } from '../http/errors.js';
 import { ClientReplies } from './client-replies.js';
 import { JsonResponseTransport } from './json-transport.js';

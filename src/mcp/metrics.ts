@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { SeriesCounter } from '../metric-series.js';
+import { SeriesCounter } from '../kit/metric-series.js';
 
 /** ok, or why a call did not run: an AppError class, a refused approval, a missing scope. */
 export type ToolOutcome = 'ok' | 'denied' | 'invalid' | 'not_found' | 'conflict' | 'error' | 'declined' | 'insufficient_scope' | 'internal_error';
@@ -14,7 +14,7 @@ const TOOL_CALLS = 'svc_mcp_tool_calls_total';
 export function createMcpMetrics(registry: Registry): McpMetrics {
   // One core may serve several apps (tests); the counter is registered once per registry.
   const existing = registry.getSingleMetric(TOOL_CALLS) as unknown;
-  // Counted on every tool call: plain numbers, as the HTTP layer's (src/metric-series.ts).
+  // Counted on every tool call: plain numbers, as the HTTP layer's (src/kit/metric-series.ts).
   const calls =
     existing instanceof SeriesCounter
       ? (existing as SeriesCounter<'tool' | 'outcome'>)

@@ -20,12 +20,12 @@ import {
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import type { Principal } from '../access/principal.js';
 import type { Core } from '../core.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { noteErrorCode } from '../http/request-log.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
 import type { McpMetrics } from './metrics.js';
-import { isJsonObject } from '../json-object.js';
+import { isJsonObject } from '../kit/json-object.js';
 import { PROTOCOL_VERSIONS } from './server.js';
 import { principalBinding } from './sessions.js';
 import {

@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../access/principal.js';
 import type { Core } from '../core.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { invokeOperation, type AnyOperation } from '../operations/operation.js';
-import { packageVersion } from '../version.js';
+import { packageVersion } from '../kit/version.js';
 import { publicBaseUrl } from './discovery.js';
 import { icon } from './icons.js';
 import { outcomeOfStatus, type McpMetrics } from './metrics.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/server';
 import type { Principal } from '../access/principal.js';
-import type { AppError } from '../errors.js';
+import type { AppError } from '../kit/errors.js';
 import { DOMAIN_OPERATIONS } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { icon, toolIconName } from './icons.js';

@@ -1,5 +1,5 @@
 import type { ClientMetadata, errors as oidcErrors } from 'oidc-provider';
-import { LOOPBACK_HOSTS } from '../http/loopback.js';
+import { LOOPBACK_HOSTS } from '../kit/loopback.js';
 
 /*
  * What a client may register (RFC 7591) or publish in its metadata document (CIMD): both pass

@@ -1,8 +1,8 @@
 import { createHmac, createPrivateKey, generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { ClientMetadata, GrantModel, Provider } from 'oidc-provider';
-import { baseUrlOf, type Config } from '../config.js';
-import { LOOPBACK_HOSTS } from '../http/loopback.js';
+import { baseUrlOf, type Config } from '../kit/config.js';
+import { LOOPBACK_HOSTS } from '../kit/loopback.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 import { createAdapterClass } from './adapter.js';
@@ -10,7 +10,7 @@ import { enforceClientPolicy, SERVER_FETCHED_METADATA } from './client-policy.js
 import { resolvesOnlyToPublicAddresses } from './public-address.js';
 import { refreshSuccessors } from './refresh-successor.js';
 import { OAUTH_SCOPES } from './scopes.js';
-import { escapeHtml } from '../pages/html.js';
+import { escapeHtml } from '../kit/html.js';
 
 export const OAUTH_PATHS = {
   authorization: '/api/oauth/authorize',

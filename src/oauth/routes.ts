@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import type { Core } from '../core.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { noteErrorCode } from '../http/request-log.js';
 import { REGISTRATION_LIMITS } from './client-policy.js';

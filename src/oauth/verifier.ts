@@ -2,7 +2,7 @@ import type { AccessTokenVerifier } from '../access/authenticate.js';
 import { principalFromUser, USER_COLUMNS, type UserRow } from '../access/principal.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
-import { unauthorized } from '../errors.js';
+import { unauthorized } from '../kit/errors.js';
 import { findRecord } from './adapter.js';
 import type { OAuthServer } from './provider.js';
 import { oauthScopesIn } from './scopes.js';

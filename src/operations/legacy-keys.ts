@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CapabilitySchema } from '../access/capabilities.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../kit/errors.js';
 import { CUTOVER_STAGES, DISABLED_BY, ENABLED_BY, USAGE_WINDOW_DAYS } from '../gateway/cutover-stage.js';
 import { Id, Text, Timestamp } from './common.js';
 import type { Core } from '../core.js';

@@ -3,7 +3,7 @@ import type { Capability } from '../access/capabilities.js';
 import { requireHumanAdmin, type Caller, type Principal } from '../access/principal.js';
 import type { FirstUseRecorder } from '../access/first-use.js';
 import type { DomainDeps } from '../domain/deps.js';
-import { forbidden, validationError } from '../errors.js';
+import { forbidden, validationError } from '../kit/errors.js';
 
 /**
  * What a handler is given. Domain operations see the domain's dependencies only; the gateway's own

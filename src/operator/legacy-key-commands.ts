@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { AppError, notFound } from '../errors.js';
+import { AppError, notFound } from '../kit/errors.js';
 import type { MintedSuccessor } from '../gateway/cutover.js';
 import type { LegacyKeySummary } from '../gateway/legacy-keys.js';
 import { output, storeOptions, withCore, type StoreFlags } from './store-options.js';

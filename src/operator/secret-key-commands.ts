@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../kit/config.js';
 import { decryptSecret, encryptSecret } from '../domain/pin-crypto.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { idempotencyContext } from '../http/idempotency.js';
 import type { Db, Queryable } from '../store/db.js';
 import { and, raw, sql } from '../store/sql.js';

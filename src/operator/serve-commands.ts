@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../kit/config.js';
 import { demoKeysFile, describeKeys, seedDemoInto } from '../demo/seed.js';
 import { ensureCanListen, listenUntilSignalled } from '../http/listen.js';
 import { configFrom, output, storeOptions, type StoreFlags } from './store-options.js';

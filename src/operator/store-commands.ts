@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { describeKeys, seedDemoInto } from '../demo/seed.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../kit/errors.js';
 import { output, storeOptions, withCore, type StoreFlags } from './store-options.js';
 
 /** `migrate` and `seed`: the store's schema and first data. */

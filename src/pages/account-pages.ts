@@ -9,8 +9,8 @@ import type { Core } from '../core.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { mintKeyForUser } from '../domain/admin.js';
 import { sql } from '../store/sql.js';
-import { AppError, notFound, validationError } from '../errors.js';
-import { html, page, type Html } from './html.js';
+import { AppError, notFound, validationError } from '../kit/errors.js';
+import { html, page, type Html } from '../kit/html.js';
 import type { Sessions } from './session.js';
 
 /** Only a path inside the application may be returned to after sign-in: never another site. */

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../core.js';
 import { sql } from '../store/sql.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound } from '../kit/errors.js';
 import { destroyGrant, findRecord, recordKey } from '../oauth/adapter.js';
 import { isMetadataDocumentClient } from '../oauth/provider.js';
 import { describePermission, oauthScopesIn, type OAuthScope } from '../oauth/scopes.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
-import { html, type Html } from './html.js';
+import { html, type Html } from '../kit/html.js';
 
 interface GrantPayload {
   jti: string;

@@ -2,12 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { InteractionDetails, InteractionResult, Provider } from 'oidc-provider';
 import { ROLE_CEILING } from '../access/capabilities.js';
 import type { UserRow } from '../access/principal.js';
-import { AppError, badRequest } from '../errors.js';
+import { AppError, badRequest } from '../kit/errors.js';
 import { forgetDeclined, isMetadataDocumentClient, type OAuthAddress } from '../oauth/provider.js';
 import { describePermission, isOAuthScope, type OAuthScope } from '../oauth/scopes.js';
 import { formList, requireUser, sendPage, type PageContext } from './account-pages.js';
 import { redirectHost } from './connections.js';
-import { html, type Html } from './html.js';
+import { html, type Html } from '../kit/html.js';
 
 /** Scopes that are not permissions (OpenID plumbing: VS Code sends `openid profile email`); passed over silently. */
 const PROTOCOL_SCOPES = new Set(['openid', 'offline_access', 'profile', 'email']);

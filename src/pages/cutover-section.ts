@@ -3,7 +3,7 @@ import { missingBeforeDisable, type MintedSuccessor } from '../gateway/cutover.j
 import type { CutoverAction, CutoverEvent } from '../gateway/cutover-events.js';
 import { CUTOVER_STAGES, type CutoverStage } from '../gateway/cutover-stage.js';
 import type { MigrationReport } from '../gateway/migration-report.js';
-import { html, type Html } from './html.js';
+import { html, type Html } from '../kit/html.js';
 
 /*
  * The migration dashboard's cutover section: each legacy key's stage on the way to its successor v4

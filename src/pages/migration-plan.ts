@@ -6,7 +6,7 @@ import { MIGRATION_READ } from '../operations/legacy-keys.js';
 import { requireAccess } from '../operations/operation.js';
 import { requireUser, sendPage, type PageContext } from './account-pages.js';
 import { STAGE_LABELS } from './cutover-section.js';
-import { html, type Html } from './html.js';
+import { html, type Html } from '../kit/html.js';
 import { prose } from './migration-guide.js';
 import { brownoutBanner } from './brownout-notice.js';
 

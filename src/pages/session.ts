@@ -3,10 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashSecret } from '../access/api-keys.js';
 import { USER_COLUMNS, type UserRow } from '../access/principal.js';
 import type { Core } from '../core.js';
-import { baseUrlOf } from '../config.js';
+import { baseUrlOf } from '../kit/config.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
-import { forbidden } from '../errors.js';
+import { forbidden } from '../kit/errors.js';
 import { noteCaller } from '../http/request-log.js';
 
 const SESSION_COOKIE = 'svc_session';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { Config } from '../config.js';
+import type { Config } from '../kit/config.js';
 import { MemorySharedState } from './memory.js';
 import { RedisSharedState } from './redis.js';
 import type { SharedState } from './shared-state.js';

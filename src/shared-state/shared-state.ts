@@ -1,4 +1,4 @@
-import { ServiceUnavailable } from '../errors.js';
+import { ServiceUnavailable } from '../kit/errors.js';
 
 /*
  * State that every instance of the service must see alike: rate-limit counters and short-lived

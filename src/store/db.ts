@@ -1,6 +1,6 @@
 import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ServiceUnavailable } from '../errors.js';
+import { ServiceUnavailable } from '../kit/errors.js';
 import { sql, type Planning, type Sql } from './sql.js';
 import { StatementNames } from './statement-names.js';
 import { createPglite } from './pglite-template.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from './db.js';
 import { join, raw, sql, type Sql } from './sql.js';
-import { badRequest } from '../errors.js';
+import { badRequest } from '../kit/errors.js';
 
 /** What a caller asks of a list: a page size, and an offset page or the previous page's cursor. */
 export interface PageRequest {

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/kit/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { createCompany } from '../../src/domain/admin.js';
 import { recentCutoverEvents } from '../../src/gateway/cutover-events.js';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/kit/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { createCompany } from '../../src/domain/admin.js';
 import { decryptSecret, encryptSecret } from '../../src/domain/pin-crypto.js';

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { packageVersion } from '../../src/version.js';
+import { packageVersion } from '../../src/kit/version.js';
 import { isolatedEnv, SVC_BIN, svcBin } from './svc-runner.js';
 
 /*

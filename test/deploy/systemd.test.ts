@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ENV_NAMES } from '../../src/config.js';
+import { ENV_NAMES } from '../../src/kit/config.js';
 import { adminQuery, backends, freePort, TEST_SECRET_KEY } from '../helpers/harness.js';
 import { runCommandSync } from '../helpers/server-process.js';
 import { deployFile, execStartOf, readEnvFile, readUnit, UnitProcess, unitValue, type Unit } from '../helpers/deployment.js';

@@ -54,6 +54,6 @@ describe('the generated reference (docs/reference/)', () => {
     }
     expect(read.size).toBeGreaterThan(0);
     const undocumented = [...read].filter((name) => !configuration.includes(`| \`${name}\` |`));
-    expect(undocumented, 'read by the code but absent from docs/reference/configuration.md: describe them in src/config.ts or cli/environment.ts').toEqual([]);
+    expect(undocumented, 'read by the code but absent from docs/reference/configuration.md: describe them in src/kit/config.ts or cli/environment.ts').toEqual([]);
   });
 });

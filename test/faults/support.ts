@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/kit/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { raw, sql } from '../../src/store/sql.js';
 

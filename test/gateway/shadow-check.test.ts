@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/kit/config.js';
 import { createUser, mintKeyForUser } from '../../src/domain/admin.js';
 import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import type { CompareRules } from '../../src/gateway/mappings.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../src/errors.js';
+import { AppError } from '../../src/kit/errors.js';
 import { defaultMappingsDir, loadMappings, type Transform } from '../../src/gateway/mappings.js';
 import { applyLocal, splitFollowUp, Translation, type LocalTransform, type SharedLookup } from '../../src/gateway/translate.js';
 

@@ -3,7 +3,7 @@ import { appendFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/kit/config.js';
 import { createCore, type Core, type CoreOptions } from '../../src/core.js';
 import { seedDemo, type DemoData } from '../../src/domain/demo.js';
 import { buildApp } from '../../src/http/app.js';

@@ -4,7 +4,7 @@ import { parseApiKey } from '../../src/access/api-keys.js';
 import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { ROLE_CEILING } from '../../src/access/capabilities.js';
 import { createUser, mintKeyForUser, revokeKey, setKeyCapabilities, setUserDisabled } from '../../src/domain/admin.js';
-import { AppError } from '../../src/errors.js';
+import { AppError } from '../../src/kit/errors.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, client, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseUrlOf } from '../../src/config.js';
+import { baseUrlOf } from '../../src/kit/config.js';
 import { INVITATION_SUBJECT } from '../../src/domain/employees.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, client, startTestApp, type TestApp } from '../helpers/harness.js';

@@ -1,5 +1,5 @@
 import nock from 'nock';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/kit/config.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { backends, client, startTestApp, type TestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticator } from '../../src/access/authenticate.js';
 import type { Capability } from '../../src/access/capabilities.js';
 import { loadUserByEmail, principalFromUser } from '../../src/access/principal.js';
-import { unauthorized } from '../../src/errors.js';
+import { unauthorized } from '../../src/kit/errors.js';
 import { data, initializeBody, jsonOf, rawPost } from './support/mcp.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../src/errors.js';
+import { AppError } from '../../src/kit/errors.js';
 import { errorResult, resultFields, successResult, toolAnswerJson } from '../../src/mcp/tools.js';
 
 /* An answer written from a result's already serialized JSON parses to what serializing the whole answer gives. */

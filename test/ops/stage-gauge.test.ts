@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/kit/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { CUTOVER_STAGES } from '../../src/gateway/cutover-stage.js';
 import { createLegacyKey, listLegacyKeys } from '../../src/gateway/legacy-keys.js';

@@ -1,6 +1,6 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { SeriesCounter, SeriesHistogram } from '../../src/metric-series.js';
+import { SeriesCounter, SeriesHistogram } from '../../src/kit/metric-series.js';
 
 const BOUNDS = [0.005, 0.01, 0.1, 1];
 

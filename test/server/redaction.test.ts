@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/kit/config.js';
 import { createLogger } from '../../src/core.js';
 import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
 import { baseApp } from '../../src/http/app.js';

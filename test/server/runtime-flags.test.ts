@@ -2,10 +2,10 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { PRETENURING_FLAG } from '../../src/runtime-flags.js';
+import { PRETENURING_FLAG } from '../../src/kit/runtime-flags.js';
 
 /*
- * The server's V8 settings (src/runtime-flags.ts), checked in a node process of their own: V8 traces
+ * The server's V8 settings (src/kit/runtime-flags.ts), checked in a node process of their own: V8 traces
  * its pretenuring statistics only while allocation-site pretenuring is on, and the workload (object
  * literals that all survive, from one site) gives it statistics to trace.
  */
@@ -15,7 +15,7 @@ const WORKLOAD = 'const kept = []; const make = (i) => ({ i, name: "x" + i, nest
 async function pretenuringTraced(nodeFlags: string[]): Promise<number> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--trace-pretenuring-statistics', ...nodeFlags, '--import', './dist/src/runtime-flags.js', '-e', WORKLOAD],
+    ['--trace-pretenuring-statistics', ...nodeFlags, '--import', './dist/src/kit/runtime-flags.js', '-e', WORKLOAD],
     { maxBuffer: 16 * 1024 * 1024 },
   );
   return stdout.split('\n').filter((line) => line.includes('pretenuring:')).length;
@@ -32,6 +32,6 @@ describe('the server process’s V8 settings', () => {
 
   it('are applied before anything else svc-server loads', () => {
     const firstImport = /^import\s[^;]*;/m.exec(readFileSync(new URL('../../src/main.ts', import.meta.url), 'utf8'))?.[0];
-    expect(firstImport).toBe("import './runtime-flags.js';");
+    expect(firstImport).toBe("import './kit/runtime-flags.js';");
   });
 });

@@ -4,7 +4,7 @@ import type { DomainDeps } from '../deps.js';
 import type { Queryable } from '../../store/db.js';
 import { newId } from '../../store/ids.js';
 import { join, sql } from '../../store/sql.js';
-import { badRequest, conflict, notFound, unprocessable } from '../../errors.js';
+import { badRequest, conflict, notFound, unprocessable } from '../../kit/errors.js';
 import { FINAL_STATES, type AnyOrderType, type OrderState } from './model.js';
 import { loadOrder, type OrderRecord } from './record.js';
 import {

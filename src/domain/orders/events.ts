@@ -4,7 +4,7 @@ import type { DomainDeps } from '../deps.js';
 import type { Queryable } from '../../store/db.js';
 import { newId } from '../../store/ids.js';
 import { sql } from '../../store/sql.js';
-import { badRequest, conflict, forbidden, notFound, unprocessable } from '../../errors.js';
+import { badRequest, conflict, forbidden, notFound, unprocessable } from '../../kit/errors.js';
 import type { DeviceStatus } from '../inventory.js';
 import {
   DISPOSITION_ACTIONS,

@@ -4,7 +4,7 @@ import { deviceScope, orderScope, wholeCompanies } from '../../access/scope.js';
 import type { Queryable } from '../../store/db.js';
 import { paginate, type PageOrder, type PageRequest } from '../../store/paging.js';
 import { and, containsText, raw, sql, type Sql } from '../../store/sql.js';
-import { notFound } from '../../errors.js';
+import { notFound } from '../../kit/errors.js';
 import type { AnyOrderType, DeviceRole, OrderSortField, OrderState, ShipmentDirection } from './model.js';
 import { hiddenDevices, shown, shownJson, visibleProductIds, type Shown } from './device-scope.js';
 

@@ -2,7 +2,7 @@ import type { Principal } from '../../access/principal.js';
 import { orderScope } from '../../access/scope.js';
 import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
-import { notFound } from '../../errors.js';
+import { notFound } from '../../kit/errors.js';
 import type { AnyOrderType, DeviceRole, OrderState } from './model.js';
 import { hiddenDevices, shown, visibleProductIds, type Shown } from './device-scope.js';
 import type { Disposition, LegalHold, PickupWindow, PurchasedItem } from './rules.js';

@@ -3,7 +3,7 @@ import { resolveWriteCompany } from '../../access/principal.js';
 import { deviceScope, employeeScope, orderScope } from '../../access/scope.js';
 import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
-import { badRequest, type FieldProblem } from '../../errors.js';
+import { badRequest, type FieldProblem } from '../../kit/errors.js';
 import {
   BLOCKED_BY_LEGAL_HOLD,
   PURCHASE_TYPES,

@@ -3,7 +3,7 @@ import type { Principal } from '../../access/principal.js';
 import { orderScope } from '../../access/scope.js';
 import type { Queryable } from '../../store/db.js';
 import { sql } from '../../store/sql.js';
-import { notFound } from '../../errors.js';
+import { notFound } from '../../kit/errors.js';
 import { EVENT_ORDER } from './read.js';
 import { hiddenDevices, shown, type Shown } from './device-scope.js';
 import { FINAL_STATES, SLA_AT_RISK_SHARE, slaTargetDays, type AnyOrderType, type OrderState, type SlaStatus } from './model.js';
