@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadMappings, defaultMappingsDir } from '../src/gateway/mappings.js';
+import { loadMappings, defaultMappingsDir } from '../src/legacy/mappings.js';
 import { writeResults } from './lib.js';
 
 /*

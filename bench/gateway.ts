@@ -9,7 +9,7 @@ import { loadConfig } from '../src/kit/config.js';
 import { createCore } from '../src/core.js';
 import { buildGatewayApp } from '../src/gateway/gateway-app.js';
 import { sql } from '../src/store/sql.js';
-import { createLegacyKey } from '../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../src/legacy/legacy-keys.js';
 import { writeNginxMain } from '../test/helpers/deployment.js';
 import { untilHealthy } from '../test/helpers/healthz.js';
 import { freePort } from '../test/helpers/ports.js';

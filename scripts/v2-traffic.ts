@@ -1,6 +1,6 @@
 /*
  * Live v2 traffic against a running server, for the migration dashboard (/app/migration):
- * the demo legacy keys call their usual mix of v2 endpoints (src/gateway/demo-traffic.ts),
+ * the demo legacy keys call their usual mix of v2 endpoints (src/migration/demo-traffic.ts),
  * including one without a v4 successor, for a while at a steady rate.
  *
  *   node --import tsx scripts/v2-traffic.ts --url http://127.0.0.1:3001 --seconds 10
@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { DEMO_TRAFFIC, type DemoCall } from '../src/gateway/demo-traffic.js';
+import { DEMO_TRAFFIC, type DemoCall } from '../src/migration/demo-traffic.js';
 
 type KeyName = keyof typeof DEMO_TRAFFIC;
 

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
 import { SeriesHistogram } from './kit/metric-series.js';
 import { createGatewayMetrics, type GatewayMetrics } from './gateway/metrics.js';
-import type { SunsetSchedule } from './gateway/sunset-status.js';
+import type { SunsetSchedule } from './legacy/sunset-status.js';
 
 /*
  * The process's Prometheus registry, served at /metrics: Node's own metrics, the HTTP layer's, and

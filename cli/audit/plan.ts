@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
-import type { MigrationPlan } from '../../src/gateway/migration-plan.js';
+import type { MigrationPlan } from '../../src/migration/migration-plan.js';
 import { EXIT, usageError, type ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { chooseFormat, renderTable, REPORT_FORMATS, reportLayout, style } from '../output.js';
 import type { GlobalOptions } from '../session.js';
-import { brownoutNotice } from '../../src/gateway/sunset-status.js';
+import { brownoutNotice } from '../../src/legacy/sunset-status.js';
 
 const optional = (line: string | undefined) => (line === undefined ? [] : [line]);
 

@@ -1,9 +1,9 @@
 import { closest } from '../../src/kit/did-you-mean.js';
 import { usageError } from '../exit-codes.js';
-import { callsSince, leastCapabilities, ruleCovers, ruleFor } from '../../src/gateway/scope-rules.js';
-import { brownoutNotice, sunsetStatus, type SunsetStatus } from '../../src/gateway/sunset-status.js';
-import { forcedDisableCommand, reissueSteps, type ReissueStep } from '../../src/gateway/reissue-steps.js';
-import type { Cutover } from '../../src/gateway/cutover-stage.js';
+import { callsSince, leastCapabilities, ruleCovers, ruleFor } from '../../src/legacy/scope-rules.js';
+import { brownoutNotice, sunsetStatus, type SunsetStatus } from '../../src/legacy/sunset-status.js';
+import { forcedDisableCommand, reissueSteps, type ReissueStep } from '../../src/legacy/reissue-steps.js';
+import type { Cutover } from '../../src/legacy/cutover-stage.js';
 import { SCOPE_STATUSES, type ScopeRule, type ScopeStatus, type ScopeTable } from './scope-table.js';
 
 /*

@@ -2,15 +2,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import type { ScopeRuleLike } from '../../src/gateway/scope-rules.js';
-import type { SunsetSchedule } from '../../src/gateway/sunset-status.js';
+import type { ScopeRuleLike } from '../../src/legacy/scope-rules.js';
+import type { SunsetSchedule } from '../../src/legacy/sunset-status.js';
 import { usageError } from '../exit-codes.js';
-import { DEFAULT_QUIET_DAYS } from '../../src/gateway/cutover-stage.js';
+import { DEFAULT_QUIET_DAYS } from '../../src/legacy/cutover-stage.js';
 
 /*
  * The bundled scope table (mappings/scopes.yaml) and sunset (mappings/sunset.yaml), read without
  * zod or the operation table so `svc migrate audit --scopes …` starts fast and works offline. The
- * server validates the same files in full (src/gateway/mappings.ts); test/cli/svc-audit.test.ts
+ * server validates the same files in full (src/legacy/mappings.ts); test/cli/svc-audit.test.ts
  * proves this reader and that loader agree on every entry.
  */
 

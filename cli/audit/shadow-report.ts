@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ShadowReport } from '../../src/gateway/shadow-check.js';
+import type { ShadowReport } from '../../src/migration/shadow-check.js';
 import { EXIT, messageLine, usageError, type ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { chooseFormat, renderTable, REPORT_FORMATS, reportLayout, style } from '../output.js';

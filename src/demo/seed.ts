@@ -15,8 +15,8 @@ export function demoKeysFile(config: Config): string | undefined {
  */
 async function seedDemoLegacyKeys(core: Core, companies: { acme: string; globex: string }): Promise<{ full: string; addressOnly: string }> {
   const [{ createLegacyKey }, { seedDemoUsageHistory }] = await Promise.all([
-    import('../gateway/legacy-keys.js'),
-    import('../gateway/demo-traffic.js'),
+    import('../legacy/legacy-keys.js'),
+    import('../migration/demo-traffic.js'),
   ]);
   const withSuccessor = core.mappings.scopes.filter((entry) => entry.capability !== undefined).map((entry) => entry.name);
   const register = (companyId: string, name: string, scopes: string[]) => createLegacyKey(core, core.mappings, { companyId, name, scopes });

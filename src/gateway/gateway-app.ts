@@ -4,7 +4,7 @@ import type { Capability, Role } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { baseApp } from '../http/app.js';
 import { callUpstream } from '../kit/upstream.js';
-import { shadowReportFor } from '../operations/shadow-report.js';
+import { shadowReportFor } from '../migration/operations/shadow-report.js';
 import { httpV4Client } from './http-v4-client.js';
 import { registerV2Routes } from './v2-routes.js';
 import { upstreamFailure } from './upstream-failure.js';

@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { SeriesCounter, SeriesHistogram } from '../kit/metric-series.js';
-import { sunsetStatus, type SunsetSchedule } from './sunset-status.js';
+import { sunsetStatus, type SunsetSchedule } from '../legacy/sunset-status.js';
 
 /*
  * Operator signals of the v2 → v4 gateway. Labels are bounded sets (routes of the maps, v2 scopes,

@@ -1,6 +1,6 @@
 import { domainOperationByName } from '../operations/domain-table.js';
-import { pathParams, type Mappings, type Route } from './mappings.js';
-import { buildMigrationGuide, type GuideEndpoint } from './migration-guide.js';
+import { pathParams, type Mappings, type Route } from '../legacy/mappings.js';
+import { buildMigrationGuide, type GuideEndpoint } from '../migration/migration-guide.js';
 
 /*
  * The OpenAPI 3.1 document of API v2, derived from the maps like the migration guide: every

@@ -9,14 +9,14 @@ import { callUpstream } from '../kit/upstream.js';
 import { upstreamFailure } from './upstream-failure.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';
-import { deprecationSignals, OWNER_PLAN_PATH } from './deprecation.js';
-import { buildOwnerPlan } from './owner-plan.js';
-import { routeAnchor } from './migration-guide.js';
+import { deprecationSignals, OWNER_PLAN_PATH } from '../legacy/deprecation.js';
+import { buildOwnerPlan } from '../migration/owner-plan.js';
+import { routeAnchor } from '../migration/migration-guide.js';
 import { TopicCache } from '../store/change-feed.js';
-import { resolveLegacyKey, type LegacyKeyResolution } from './legacy-keys.js';
-import { entryMatches, scopeEntryFor, type LookupTopic, type Route } from './mappings.js';
-import { shadowCheckOf } from './shadow-check.js';
-import { Translation, type Doc, type SharedLookup } from './translate.js';
+import { resolveLegacyKey, type LegacyKeyResolution } from '../legacy/legacy-keys.js';
+import { entryMatches, scopeEntryFor, type LookupTopic, type Route } from '../legacy/mappings.js';
+import { shadowCheckOf } from '../migration/shadow-check.js';
+import { Translation, type Doc, type SharedLookup } from '../legacy/translate.js';
 import { inProcessV4, type V4Client, type V4ClientFor } from './v4-client.js';
 
 /*

@@ -7,7 +7,7 @@ import { registerRestRoutes } from './rest.js';
 import { registerDocs } from './openapi.js';
 import { registerV2Routes, sendV2Error } from '../gateway/v2-routes.js';
 import { refuseLegacyKeysOnV4 } from '../gateway/legacy-key-guard.js';
-import { registerCutover } from '../gateway/cutover.js';
+import { registerCutover } from '../migration/cutover.js';
 import { registerOAuthRoutes } from '../oauth/routes.js';
 import { registerPages } from '../pages/index.js';
 import { registerMcp } from '../mcp/endpoint.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlOf } from '../kit/config.js';
-import { pathParams } from '../gateway/mappings.js';
+import { pathParams } from '../legacy/mappings.js';
 import type { Core } from '../core.js';
 import { buildV2OpenApiDocument } from '../gateway/v2-openapi.js';
 import { OPERATIONS } from '../operations/index.js';

@@ -81,7 +81,7 @@ export function addAccountCommands(program: Command): void {
     const [{ mintKeyForUser }, { parseCapabilityList }, { legacyKeyOfSuccessorUser, mintSuccessorKey, OPERATOR }] = await Promise.all([
       import('../domain/admin.js'),
       import('../access/capabilities.js'),
-      import('../gateway/cutover.js'),
+      import('../migration/cutover.js'),
     ]);
     const capabilities = parseCapabilityList(flags.capabilities);
     await withCore(flags, async (core) => {

@@ -10,9 +10,9 @@ import { registerAccountPages, sendPage } from './account-pages.js';
 import { registerConnectionPages } from './connections.js';
 import { registerConsentPages } from './consent.js';
 import { html, STYLE_HASH } from '../kit/html.js';
-import { registerMigrationDashboard } from './migration-dashboard.js';
-import { registerMigrationGuide } from './migration-guide.js';
-import { registerMigrationPlanPage } from './migration-plan.js';
+import { registerMigrationDashboard } from '../migration/pages/migration-dashboard.js';
+import { registerMigrationGuide } from '../migration/pages/migration-guide.js';
+import { registerMigrationPlanPage } from '../migration/pages/migration-plan.js';
 import { createSessions } from './session.js';
 
 /**

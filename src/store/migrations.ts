@@ -560,7 +560,7 @@ CREATE TABLE api_key_capability_uses (
 `,
   },
   {
-    // The cutover's audit trail (src/gateway/cutover-events.ts): each mint, replace, disable and undo
+    // The cutover's audit trail (src/legacy/cutover-events.ts): each mint, replace, disable and undo
     // of a legacy key, written in the change's own transaction, listed newest first per company. The
     // admin's e-mail is kept as it was, as the log line named it; seq orders events of the same instant.
     id: '0021_legacy_key_events',

@@ -7,8 +7,8 @@ import { runCommandSync } from '../helpers/server-process.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
 import { createCore } from '../../src/core.js';
-import { resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
-import { loadMappingsToServe } from '../../src/gateway/mappings.js';
+import { resolveLegacyKey } from '../../src/legacy/legacy-keys.js';
+import { loadMappingsToServe } from '../../src/legacy/mappings.js';
 
 // The operator's commands open the store themselves; PGlite is enough to exercise them.
 describe('svc-server legacy-keys create|import|list|disable|enable [pglite]', { timeout: SVC_SERVER_STEPS_TIMEOUT_MS }, () => {

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/kit/config.js';
 import { createCore, type Core } from '../../src/core.js';
 import { createCompany } from '../../src/domain/admin.js';
 import { decryptSecret, encryptSecret } from '../../src/domain/pin-crypto.js';
-import { createLegacyKey, resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey, resolveLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { idempotencyContext } from '../../src/http/idempotency.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, SVC_SERVER_STEPS_TIMEOUT_MS } from '../helpers/harness.js';

@@ -2,7 +2,7 @@ import stringWidth from 'string-width';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { renderData, renderTable, terminalWidth, truncate, UNBOUNDED } from '../../cli/output.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { OPERATIONS } from '../../src/operations/index.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 import { isolatedEnv, listen, svc, type SvcResult } from './svc-runner.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
-import type { ShadowReport } from '../../src/gateway/shadow-check.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
+import type { ShadowReport } from '../../src/migration/shadow-check.js';
 import { client, startTestApp, type ListeningTestApp, EVENTUALLY } from '../helpers/harness.js';
 import { startShadowedApp, type LegacyV2Server } from '../helpers/legacy-v2.js';
 import { isolatedEnv, listen, svc } from './svc-runner.js';

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { MCP_HEADERS } from '../mcp/support/mcp.js';
 import { MCP_BODY_LIMIT_BYTES } from '../../src/mcp/endpoint.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { TOOL_OPERATIONS } from '../../src/mcp/tools.js';
 import { sql } from '../../src/store/sql.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cutoverOf, type CutoverFacts } from '../../src/gateway/cutover-stage.js';
-import { callsSince, leastCapabilities, ruleFor } from '../../src/gateway/scope-rules.js';
+import { cutoverOf, type CutoverFacts } from '../../src/legacy/cutover-stage.js';
+import { callsSince, leastCapabilities, ruleFor } from '../../src/legacy/scope-rules.js';
 
 const day = (n: number) => new Date(Date.UTC(2026, 10, 1 + n, 9)).toISOString();
 const NOW = new Date(day(30));

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deprecationSignals } from '../../src/gateway/deprecation.js';
-import { loadMappings } from '../../src/gateway/mappings.js';
+import { deprecationSignals } from '../../src/legacy/deprecation.js';
+import { loadMappings } from '../../src/legacy/mappings.js';
 
 const { sunset } = loadMappings(join(import.meta.dirname, '../../mappings'));
 const at = (iso: string) => new Date(iso);

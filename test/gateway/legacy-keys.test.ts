@@ -9,9 +9,9 @@ import {
   legacyKeyUsage,
   listLegacyKeys,
   resolveLegacyKey,
-} from '../../src/gateway/legacy-keys.js';
-import { UsageRecorder } from '../../src/gateway/legacy-key-usage.js';
-import { capabilitiesForScopes, loadMappings } from '../../src/gateway/mappings.js';
+} from '../../src/legacy/legacy-keys.js';
+import { UsageRecorder } from '../../src/legacy/legacy-key-usage.js';
+import { capabilitiesForScopes, loadMappings } from '../../src/legacy/mappings.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, client, startTestApp, type TestApp } from '../helpers/harness.js';
 

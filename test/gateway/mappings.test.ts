@@ -11,7 +11,7 @@ import {
   SCOPES_FILE,
   scopeEntryFor,
   SUNSET_FILE,
-} from '../../src/gateway/mappings.js';
+} from '../../src/legacy/mappings.js';
 import { domainOperationByName } from '../../src/operations/domain-table.js';
 import { loadShippedWith } from '../helpers/maps.js';
 

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { createLegacyKey, resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
-import type { GuideEndpoint, MigrationGuide } from '../../src/gateway/migration-guide.js';
+import { createLegacyKey, resolveLegacyKey } from '../../src/legacy/legacy-keys.js';
+import type { GuideEndpoint, MigrationGuide } from '../../src/migration/migration-guide.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { defaultMappingsDir, loadMappings, MappingError, ROUTES_FILE, SCOPES_FILE, SUNSET_FILE } from '../../src/gateway/mappings.js';
-import { buildMigrationGuide, type ExampleCall, type GuideEndpoint, type MigrationGuide } from '../../src/gateway/migration-guide.js';
+import { defaultMappingsDir, loadMappings, MappingError, ROUTES_FILE, SCOPES_FILE, SUNSET_FILE } from '../../src/legacy/mappings.js';
+import { buildMigrationGuide, type ExampleCall, type GuideEndpoint, type MigrationGuide } from '../../src/migration/migration-guide.js';
 import { buildV2OpenApiDocument } from '../../src/gateway/v2-openapi.js';
 import { domainOperationByName } from '../../src/operations/domain-table.js';
 import { loadShippedWith } from '../helpers/maps.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
-import { buildMigrationReport } from '../../src/gateway/migration-report.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
+import { buildMigrationReport } from '../../src/migration/migration-report.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');

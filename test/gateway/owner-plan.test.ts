@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLegacyKey, legacyKeyUsage } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey, legacyKeyUsage } from '../../src/legacy/legacy-keys.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 

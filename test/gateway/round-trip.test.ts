@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { defaultMappingsDir, loadMappings, type Transform } from '../../src/gateway/mappings.js';
-import { Translation, type Doc } from '../../src/gateway/translate.js';
+import { defaultMappingsDir, loadMappings, type Transform } from '../../src/legacy/mappings.js';
+import { Translation, type Doc } from '../../src/legacy/translate.js';
 
 /*
  * v2 → v4 → v2 is the identity on the fields v2 has (and v4 → v2 → v4 on v4's), for the employee

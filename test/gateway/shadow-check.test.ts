@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/kit/config.js';
 import { createUser, mintKeyForUser } from '../../src/domain/admin.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
-import type { CompareRules } from '../../src/gateway/mappings.js';
-import type { ShadowReport } from '../../src/gateway/shadow-check.js';
-import { compareBodies } from '../../src/gateway/shadow-diff.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
+import type { CompareRules } from '../../src/legacy/mappings.js';
+import type { ShadowReport } from '../../src/migration/shadow-check.js';
+import { compareBodies } from '../../src/migration/shadow-diff.js';
 import { FormBrowser } from '../oauth/support.js';
 import { backends, client, freePort, startTestApp, type ListeningTestApp, EVENTUALLY } from '../helpers/harness.js';
 import { LegacyV2Server, startShadowedApp } from '../helpers/legacy-v2.js';

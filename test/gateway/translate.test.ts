@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/kit/errors.js';
-import { defaultMappingsDir, loadMappings, type Transform } from '../../src/gateway/mappings.js';
-import { applyLocal, splitFollowUp, Translation, type LocalTransform, type SharedLookup } from '../../src/gateway/translate.js';
+import { defaultMappingsDir, loadMappings, type Transform } from '../../src/legacy/mappings.js';
+import { applyLocal, splitFollowUp, Translation, type LocalTransform, type SharedLookup } from '../../src/legacy/translate.js';
 
 const mappings = loadMappings(defaultMappingsDir());
 const route = mappings.routes.find((r) => r.method === 'PATCH' && r.path === '/employees/:id');

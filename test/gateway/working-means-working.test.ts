@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { backends, client, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { csrfOf, FormBrowser } from '../oauth/support.js';
 import { isolatedEnv, svc } from '../cli/svc-runner.js';

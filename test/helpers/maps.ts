@@ -1,7 +1,7 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultMappingsDir, loadMappings, type Mappings } from '../../src/gateway/mappings.js';
+import { defaultMappingsDir, loadMappings, type Mappings } from '../../src/legacy/mappings.js';
 
 /** An edit of one map file: `from` must occur exactly once. */
 export type MapEdit = [file: string, from: string, to: string];

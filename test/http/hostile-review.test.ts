@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintKeyForUser } from '../../src/domain/admin.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { csrfOf, DEMO_PASSWORD, FormBrowser } from '../oauth/support.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 

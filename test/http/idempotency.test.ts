@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from '../../src/store/sql.js';
 import { backends, client, EVENTUALLY, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { createUser, mintKeyForUser } from '../../src/domain/admin.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 
 /*
  * Idempotency-Key on REST writes, on both stores: a retry replays the first answer and writes nothing

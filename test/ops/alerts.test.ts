@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { freePort, startTestApp, type TestApp } from '../helpers/harness.js';
 
 /*

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { DEMO_PASSWORD } from '../../src/domain/demo.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { chromiumPath, launchChromium, screenshotPath } from '../helpers/chromium.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 

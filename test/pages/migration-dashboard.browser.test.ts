@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { DEMO_PASSWORD } from '../../src/domain/demo.js';
-import type { MigrationReport } from '../../src/gateway/migration-report.js';
+import type { MigrationReport } from '../../src/migration/migration-report.js';
 import { chromiumPath, startDemoInBrowser, type DemoInBrowser, screenshotPath } from '../helpers/chromium.js';
 
 const DAY_MS = 86_400_000;

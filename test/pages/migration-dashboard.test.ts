@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setUserPassword } from '../../src/access/passwords.js';
 import { createUser } from '../../src/domain/admin.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
-import type { MigrationReport } from '../../src/gateway/migration-report.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
+import type { MigrationReport } from '../../src/migration/migration-report.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { FormBrowser } from '../oauth/support.js';
 

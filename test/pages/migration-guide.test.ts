@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLegacyKey, resolveLegacyKey } from '../../src/gateway/legacy-keys.js';
-import { ROUTES_FILE, SCOPES_FILE, SUNSET_FILE } from '../../src/gateway/mappings.js';
-import { buildMigrationGuide } from '../../src/gateway/migration-guide.js';
+import { createLegacyKey, resolveLegacyKey } from '../../src/legacy/legacy-keys.js';
+import { ROUTES_FILE, SCOPES_FILE, SUNSET_FILE } from '../../src/legacy/mappings.js';
+import { buildMigrationGuide } from '../../src/migration/migration-guide.js';
 import { backends, startListeningApp, startTestApp, type ListeningTestApp } from '../helpers/harness.js';
 import { loadShippedWith } from '../helpers/maps.js';
 

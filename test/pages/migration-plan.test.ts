@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setUserPassword } from '../../src/access/passwords.js';
 import { createUser, mintKeyForUser } from '../../src/domain/admin.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
-import { buildMigrationGuide } from '../../src/gateway/migration-guide.js';
-import type { MigrationPlan } from '../../src/gateway/migration-plan.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
+import { buildMigrationGuide } from '../../src/migration/migration-guide.js';
+import type { MigrationPlan } from '../../src/migration/migration-plan.js';
 import { backends, client, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
 import { FormBrowser } from '../oauth/support.js';

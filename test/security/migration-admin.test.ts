@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setUserPassword } from '../../src/access/passwords.js';
 import { mintKeyForUser } from '../../src/domain/admin.js';
-import { autoDisableQuietKeys } from '../../src/gateway/cutover.js';
-import { createLegacyKey, type CreatedLegacyKey } from '../../src/gateway/legacy-keys.js';
-import { defaultMappingsDir, loadMappings, type Mappings } from '../../src/gateway/mappings.js';
+import { autoDisableQuietKeys } from '../../src/migration/cutover.js';
+import { createLegacyKey, type CreatedLegacyKey } from '../../src/legacy/legacy-keys.js';
+import { defaultMappingsDir, loadMappings, type Mappings } from '../../src/legacy/mappings.js';
 import { backends, client, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { csrfOf, DEMO_PASSWORD, FormBrowser } from '../oauth/support.js';
 import { isolatedEnv, svc } from '../cli/svc-runner.js';

@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
 import { createLogger } from '../../src/core.js';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { baseApp } from '../../src/http/app.js';
 import { createLogOutput } from '../../src/kit/log-output.js';
 import { EVENTUALLY, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';

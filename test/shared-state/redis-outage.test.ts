@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLegacyKey } from '../../src/gateway/legacy-keys.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { baseApp } from '../../src/http/app.js';
 import { SIGN_IN_LIMITS } from '../../src/pages/account-pages.js';
 import { SharedStateUnavailable } from '../../src/shared-state/index.js';

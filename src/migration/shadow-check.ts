@@ -3,7 +3,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { Core } from '../core.js';
 import { isSecretParam } from '../http/log-redaction.js';
 import { callUpstream, type UpstreamResponse } from '../kit/upstream.js';
-import type { CompareRules } from './mappings.js';
+import type { CompareRules } from '../legacy/mappings.js';
 import { compareBodies, type Difference, type DifferenceKind } from './shadow-diff.js';
 
 /*

@@ -2,11 +2,11 @@ import type { Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { sql } from '../store/sql.js';
 import { successorCapabilities } from './cutover.js';
-import { recentCutoverEvents, type CutoverEvent } from './cutover-events.js';
-import { CUTOVER_STAGES, usageWindowStart, type Cutover, type CutoverStage } from './cutover-stage.js';
-import { listLegacyKeys } from './legacy-keys.js';
-import { scopeEntryFor } from './mappings.js';
-import { sunsetStatus, type SunsetStatus } from './sunset-status.js';
+import { recentCutoverEvents, type CutoverEvent } from '../legacy/cutover-events.js';
+import { CUTOVER_STAGES, usageWindowStart, type Cutover, type CutoverStage } from '../legacy/cutover-stage.js';
+import { listLegacyKeys } from '../legacy/legacy-keys.js';
+import { scopeEntryFor } from '../legacy/mappings.js';
+import { sunsetStatus, type SunsetStatus } from '../legacy/sunset-status.js';
 
 /*
  * What is left to migrate, for the dashboard of admins and ops: v2 traffic per company and per

@@ -1,4 +1,4 @@
-import type { CompareRules } from './mappings.js';
+import type { CompareRules } from '../legacy/mappings.js';
 import { isJsonObject } from '../kit/json-object.js';
 
 /*

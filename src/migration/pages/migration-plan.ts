@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { CAPABILITY_LABELS, type Capability } from '../access/capabilities.js';
-import { signedInCaller } from '../access/principal.js';
-import { buildMigrationPlan, type MigrationPlan, type PlanEndpoint } from '../gateway/migration-plan.js';
+import { CAPABILITY_LABELS, type Capability } from '../../access/capabilities.js';
+import { signedInCaller } from '../../access/principal.js';
+import { buildMigrationPlan, type MigrationPlan, type PlanEndpoint } from '../migration-plan.js';
 import { MIGRATION_READ } from '../operations/legacy-keys.js';
-import { requireAccess } from '../operations/operation.js';
-import { requireUser, sendPage, type PageContext } from './account-pages.js';
+import { requireAccess } from '../../operations/operation.js';
+import { requireUser, sendPage, type PageContext } from '../../pages/account-pages.js';
 import { STAGE_LABELS } from './cutover-section.js';
-import { html, type Html } from '../kit/html.js';
+import { html, type Html } from '../../kit/html.js';
 import { prose } from './migration-guide.js';
 import { brownoutBanner } from './brownout-notice.js';
 

@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { CapabilitySchema } from '../access/capabilities.js';
-import { notFound } from '../kit/errors.js';
-import { CUTOVER_STAGES, DISABLED_BY, ENABLED_BY, USAGE_WINDOW_DAYS } from '../gateway/cutover-stage.js';
-import { Id, Text, Timestamp } from './common.js';
-import type { Core } from '../core.js';
-import { columnsOf, defineOperation, onDemand, type Access, type OperationContext } from './operation.js';
+import { CapabilitySchema } from '../../access/capabilities.js';
+import { notFound } from '../../kit/errors.js';
+import { CUTOVER_STAGES, DISABLED_BY, ENABLED_BY, USAGE_WINDOW_DAYS } from '../../legacy/cutover-stage.js';
+import { Id, Text, Timestamp } from '../../operations/common.js';
+import type { Core } from '../../core.js';
+import { columnsOf, defineOperation, onDemand, type Access, type OperationContext } from '../../operations/operation.js';
 
-const migrationPlans = onDemand(() => import('../gateway/migration-plan.js'));
-const legacyKeys = onDemand(() => import('../gateway/legacy-keys.js'));
-const cutover = onDemand(() => import('../gateway/cutover.js'));
+const migrationPlans = onDemand(() => import('../migration-plan.js'));
+const legacyKeys = onDemand(() => import('../../legacy/legacy-keys.js'));
+const cutover = onDemand(() => import('../cutover.js'));
 
 /*
  * The gateway's record of one legacy v2 key, for the migration audit (`svc migrate audit --key`),

@@ -1,12 +1,12 @@
 import { CAPABILITIES, type Capability } from '../access/capabilities.js';
 import { AppError } from '../kit/errors.js';
-import { OWNER_PLAN_PATH } from './deprecation.js';
+import { OWNER_PLAN_PATH } from '../legacy/deprecation.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { z } from 'zod';
-import { MappingError, pathParams, ROUTES_FILE, scopeEntryFor, type Mappings, type Route, type ScopeStatus, type Transform } from './mappings.js';
-import { applyLocal, splitFollowUp, type Doc, type FollowUp } from './translate.js';
+import { MappingError, pathParams, ROUTES_FILE, scopeEntryFor, type Mappings, type Route, type ScopeStatus, type Transform } from '../legacy/mappings.js';
+import { applyLocal, splitFollowUp, type Doc, type FollowUp } from '../legacy/translate.js';
 
 /*
  * The v2 → v4 migration guide, derived from the maps: for every v2 endpoint the v4 calls that

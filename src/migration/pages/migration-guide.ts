@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { baseUrlOf } from '../kit/config.js';
-import type { Core } from '../core.js';
-import { buildMigrationGuide, type ExampleCall, type FieldChange, type GuideEndpoint, type MigrationGuide } from '../gateway/migration-guide.js';
-import { sendPage } from './account-pages.js';
-import { html, type Html } from '../kit/html.js';
+import { baseUrlOf } from '../../kit/config.js';
+import type { Core } from '../../core.js';
+import { buildMigrationGuide, type ExampleCall, type FieldChange, type GuideEndpoint, type MigrationGuide } from '../migration-guide.js';
+import { sendPage } from '../../pages/account-pages.js';
+import { html, type Html } from '../../kit/html.js';
 
 /*
  * The v2 → v4 migration guide for integration owners, public like the API docs: /docs/migration

@@ -1,17 +1,17 @@
 import { z } from 'zod';
-import type { Caller } from '../access/principal.js';
-import type { Core } from '../core.js';
-import type { ShadowReport } from '../gateway/shadow-check.js';
-import { Timestamp } from './common.js';
+import type { Caller } from '../../access/principal.js';
+import type { Core } from '../../core.js';
+import type { ShadowReport } from '../shadow-check.js';
+import { Timestamp } from '../../operations/common.js';
 import { MIGRATION_READ } from './legacy-keys.js';
-import { defineOperation, onDemand, requireAccess, type OperationContext } from './operation.js';
+import { defineOperation, onDemand, requireAccess, type OperationContext } from '../../operations/operation.js';
 
 /*
- * The shadow check's findings (src/gateway/shadow-check.ts), for `svc gateway shadow-report` and
+ * The shadow check's findings (src/migration/shadow-check.ts), for `svc gateway shadow-report` and
  * automation. Read like the legacy keys (MIGRATION_READ): it describes the companies' integrations.
  */
 
-const shadowChecks = onDemand(() => import('../gateway/shadow-check.js'));
+const shadowChecks = onDemand(() => import('../shadow-check.js'));
 
 const Counts = {
   compared: z.number().int().describe('Answers compared: equal plus different'),

@@ -1,9 +1,9 @@
-import { CAPABILITY_LABELS } from '../access/capabilities.js';
-import { missingBeforeDisable, type MintedSuccessor } from '../gateway/cutover.js';
-import type { CutoverAction, CutoverEvent } from '../gateway/cutover-events.js';
-import { CUTOVER_STAGES, type CutoverStage } from '../gateway/cutover-stage.js';
-import type { MigrationReport } from '../gateway/migration-report.js';
-import { html, type Html } from '../kit/html.js';
+import { CAPABILITY_LABELS } from '../../access/capabilities.js';
+import { missingBeforeDisable, type MintedSuccessor } from '../cutover.js';
+import type { CutoverAction, CutoverEvent } from '../../legacy/cutover-events.js';
+import { CUTOVER_STAGES, type CutoverStage } from '../../legacy/cutover-stage.js';
+import type { MigrationReport } from '../migration-report.js';
+import { html, type Html } from '../../kit/html.js';
 
 /*
  * The migration dashboard's cutover section: each legacy key's stage on the way to its successor v4

@@ -1,5 +1,5 @@
-import type { ShadowReport } from '../gateway/shadow-check.js';
-import { html, type Html } from '../kit/html.js';
+import type { ShadowReport } from '../shadow-check.js';
+import { html, type Html } from '../../kit/html.js';
 
 /*
  * The migration dashboard's section on the shadow check: per v2 route, how the translation

@@ -1,7 +1,7 @@
 import type { Core } from '../core.js';
 import { sql } from '../store/sql.js';
 import { buildMigrationPlan, type MigrationPlan } from './migration-plan.js';
-import { GUIDE_PATH } from '../pages/migration-guide.js';
+import { GUIDE_PATH } from './pages/migration-guide.js';
 
 /*
  * What the owner of an integration reads with nothing but its legacy key (GET /v2/migration-plan):

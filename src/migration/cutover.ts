@@ -5,8 +5,8 @@ import type { Core } from '../core.js';
 import { createUser, mintKeyForUser } from '../domain/admin.js';
 import { conflict, forbidden, notFound, unprocessable } from '../kit/errors.js';
 import { sql, type Sql } from '../store/sql.js';
-import { recordCutoverEvent } from './cutover-events.js';
-import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, usageWindowStart, type CutoverStage } from './cutover-stage.js';
+import { recordCutoverEvent } from '../legacy/cutover-events.js';
+import { CUTOVER_STAGES, USAGE_WINDOW_DAYS, usageWindowStart, type CutoverStage } from '../legacy/cutover-stage.js';
 import {
   alreadyDisabled,
   dedicatedUserEmail,
@@ -18,9 +18,9 @@ import {
   type ActingAdmin,
   type Disabling,
   type LegacyKeySummary,
-} from './legacy-keys.js';
-import { replacementOf } from './reissue-steps.js';
-import { leastCapabilities, type ScopeUsage } from './scope-rules.js';
+} from '../legacy/legacy-keys.js';
+import { replacementOf } from '../legacy/reissue-steps.js';
+import { leastCapabilities, type ScopeUsage } from '../legacy/scope-rules.js';
 
 /*
  * The cutover of each legacy key to its successor v4 key (spec, reissue steps 5 and 6), from the

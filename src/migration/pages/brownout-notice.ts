@@ -1,5 +1,5 @@
-import { brownoutNotice, windowText, type SunsetStatus } from '../gateway/sunset-status.js';
-import { html, type Html } from '../kit/html.js';
+import { brownoutNotice, windowText, type SunsetStatus } from '../../legacy/sunset-status.js';
+import { html, type Html } from '../../kit/html.js';
 
 /**
  * Above the dashboard and every plan: a banner while v2 is in a brownout, a notice before the

@@ -1,14 +1,14 @@
 import { CAPABILITIES, type Capability } from '../access/capabilities.js';
 import type { Core } from '../core.js';
 import { legacyKeyFor } from './cutover.js';
-import { USAGE_WINDOW_DAYS, usageWindowStart, type Cutover } from './cutover-stage.js';
-import { dedicatedUserEmail, legacyKeyUsage } from './legacy-keys.js';
+import { USAGE_WINDOW_DAYS, usageWindowStart, type Cutover } from '../legacy/cutover-stage.js';
+import { dedicatedUserEmail, legacyKeyUsage } from '../legacy/legacy-keys.js';
 import { buildMigrationGuide, routeAnchor, type FieldChange, type GuideCall, type GuideExample, type GuideEndpoint, type MigrationGuide } from './migration-guide.js';
-import type { Mappings } from './mappings.js';
-import { GUIDE_PATH } from '../pages/migration-guide.js';
-import { reissueSteps, type ReissueStep } from './reissue-steps.js';
-import { leastCapabilities } from './scope-rules.js';
-import { sunsetStatus, type SunsetStatus } from './sunset-status.js';
+import type { Mappings } from '../legacy/mappings.js';
+import { GUIDE_PATH } from './pages/migration-guide.js';
+import { reissueSteps, type ReissueStep } from '../legacy/reissue-steps.js';
+import { leastCapabilities } from '../legacy/scope-rules.js';
+import { sunsetStatus, type SunsetStatus } from '../legacy/sunset-status.js';
 
 /*
  * One integration's migration plan, from what its legacy key really called in the usage window:
