@@ -11,9 +11,9 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/kit/config.js';
-import { createCore, createLogger, type Core } from '../src/core.js';
+import { createCore, createLogger, type Core } from '../src/app/core.js';
 import { seedDemo, type DemoData } from '../src/domain/demo.js';
-import { buildApp } from '../src/http/app.js';
+import { buildApp } from '../src/app/http-app.js';
 import { createLogOutput } from '../src/kit/log-output.js';
 import { ServerProcess, type ServeOptions } from '../test/helpers/server-process.js';
 

@@ -66,7 +66,7 @@ async function register(program: Command, args: readonly string[], io: CliIo, on
   const all = word !== 'auth' && word !== 'migrate';
   if (all) {
     const [{ OPERATIONS }, { registerOperationCommands }, { Session }] = await Promise.all([
-      import('../src/operations/index.js'),
+      import('../src/app/operation-table.js'),
       import('./operations.js'),
       import('./session.js'),
     ]);

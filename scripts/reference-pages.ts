@@ -6,8 +6,8 @@ import { EXIT, EXIT_CODES_HELP } from '../cli/exit-codes.js';
 import { fullProgram } from '../cli/run.js';
 import { ConfigSchema, ENV_NAMES, loadConfig, type Config } from '../src/kit/config.js';
 import { BASE_TOOLS, TOOL_OPERATIONS } from '../src/mcp/tools.js';
-import { OPERATIONS } from '../src/operations/index.js';
-import { buildProgram, SERVER_EXIT, SERVER_EXIT_MEANINGS } from '../src/operator/program.js';
+import { OPERATIONS } from '../src/app/operation-table.js';
+import { buildProgram, SERVER_EXIT, SERVER_EXIT_MEANINGS } from '../src/app/operator/program.js';
 import { CACHE_HOME_VARIABLE } from '../src/store/pglite-template.js';
 
 /*
@@ -62,7 +62,7 @@ function operationsPage(): string {
     ]);
   return page(
     'Operations',
-    'the operation table (`src/operations/index.ts`)',
+    'the operation table (`src/app/operation-table.ts`)',
     `Every operation is a REST route and a \`svc\` command; the spec's operations are MCP tools too (see [mcp-tools.md](mcp-tools.md)). ${OPERATIONS.length} operations, ${tools.size} of them MCP tools, by path.`,
     table(['Operation', 'REST', 'Access', 'Kind', 'CLI', 'MCP tool', 'Summary'], rows),
   );
@@ -193,7 +193,7 @@ async function cliPage(): Promise<string> {
   const serverExit = Object.entries(SERVER_EXIT).map(([name, value]) => [String(value), code(name), SERVER_EXIT_MEANINGS[name as keyof typeof SERVER_EXIT]]);
   return page(
     'Command-line tools',
-    'the commander programs of `svc` (`cli/run.ts`) and `svc-server` (`src/operator/program.ts`)',
+    'the commander programs of `svc` (`cli/run.ts`) and `svc-server` (`src/app/operator/program.ts`)',
     '## `svc`',
     sentence(svc.description()),
     table(['Global option', 'Meaning'], visibleOptions(svc).map((o) => [code(o.flags), o.description])),
@@ -261,7 +261,7 @@ function configurationPage(): string {
 
 /** The registry of a core and its app, built as `svc-server serve` builds them, on an in-memory store and never listening. */
 async function metricsPage(): Promise<string> {
-  const [{ createCore }, { buildApp }] = await Promise.all([import('../src/core.js'), import('../src/http/app.js')]);
+  const [{ createCore }, { buildApp }] = await Promise.all([import('../src/app/core.js'), import('../src/app/http-app.js')]);
   // A Redis address nothing answers: its gauge is registered all the same, and the core starts degraded.
   const config = loadConfig({}, { dataDir: 'memory://', logLevel: 'silent', redisUrl: 'redis://127.0.0.1:1' });
   const core = await createCore(config);
@@ -281,7 +281,7 @@ async function metricsPage(): Promise<string> {
       });
     return page(
       'Metrics',
-      'the Prometheus registry of a running service (`src/metrics.ts` and the metrics each part registers)',
+      'the Prometheus registry of a running service (`src/app/metrics.ts` and the metrics each part registers)',
       `The service's own metrics at \`/metrics\`, by name. Beside them are prom-client's default \`process_*\` and \`nodejs_*\` metrics, whose list depends on the platform. \`svc_redis_up\` is served only with \`REDIS_URL\` set.`,
       table(['Metric', 'Type', 'Labels', 'Help'], rows),
     );

@@ -5,7 +5,7 @@ import { CommanderError, type Command } from 'commander';
 import { z } from 'zod';
 import { ConfigError } from './kit/config.js';
 import { AppError, validationError } from './kit/errors.js';
-import { buildProgram, SERVER_EXIT } from './operator/program.js';
+import { buildProgram, SERVER_EXIT } from './app/operator/program.js';
 import { DataDirInUseError } from './store/db.js';
 
 /* svc-server's entry: runs one command and turns its outcome into an exit code and a message. */

@@ -5,7 +5,7 @@ import type { Mailer } from './mail.js';
 
 /**
  * What domain code and the operations above it are given: the bottom of the layering. The
- * composition root (core.ts) builds a Core that is also these, so no domain module can reach
+ * composition root (src/app/core.ts) builds a Core that is also these, so no domain module can reach
  * OAuth, shared state, metrics or the gateway's maps.
  */
 export interface DomainDeps {

@@ -1,4 +1,4 @@
-import type { Core } from '../core.js';
+import type { GatewayDeps } from './deps.js';
 import { badRequest } from '../kit/errors.js';
 import { callUpstream } from '../kit/upstream.js';
 import { domainOperationByName } from '../operations/domain-table.js';
@@ -50,7 +50,7 @@ function isEnvelope(body: unknown): body is V4Envelope {
  * The v4 client of the separate gateway process: the same calls as the in-process client, over
  * HTTP to the core, on kept-alive connections; a call past the timeout closes its own (see callUpstream).
  */
-export function httpV4Client(core: Core, upstreamUrl: string, requestId: string, timeoutMs = core.config.legacyV2TimeoutMs): V4Client {
+export function httpV4Client(core: GatewayDeps, upstreamUrl: string, requestId: string, timeoutMs = core.config.legacyV2TimeoutMs): V4Client {
   const base = upstreamUrl.replace(/\/+$/, '');
   return {
     async call(operation, input, apiKey) {

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { API_KEY_PREFIX } from '../access/api-keys.js';
 import { NOT_USER_BOUND_MESSAGE } from '../access/authenticate.js';
-import type { Core } from '../core.js';
+import type { GatewayDeps } from './deps.js';
 import { bearerChallenge } from '../mcp/discovery.js';
 import { unauthorized, type AppError } from '../kit/errors.js';
 import type { LegacyKeySurface } from './metrics.js';
@@ -40,7 +40,7 @@ function surfaceOf(request: FastifyRequest): LegacyKeySurface | undefined {
  * deployments: before authentication, the proxy and routing, so no v4 route can let one through.
  * Answers the refusal for the onRequest hook to pass on; undefined lets the request through.
  */
-export function refuseLegacyKeysOnV4(core: Core) {
+export function refuseLegacyKeysOnV4(core: GatewayDeps) {
   return (request: FastifyRequest, reply: FastifyReply): AppError | undefined => {
     const key = request.headers['x-api-key'];
     if (key === undefined) return undefined;

@@ -30,7 +30,7 @@ const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);
 // A v2 list walks every v4 page, so the tail reaches seconds, unlike a single-record call.
 const TRANSLATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** The gateway's metrics, registered in the process's registry (src/metrics.ts). */
+/** The gateway's metrics, registered in the process's registry (src/app/metrics.ts). */
 export function createGatewayMetrics(registry: Registry, schedule: SunsetSchedule, now: () => Date): GatewayMetrics {
   const registers = [registry];
 

@@ -1,9 +1,9 @@
-import type { Core } from '../core.js';
+import type { GatewayDeps } from './deps.js';
 import { AppError } from '../kit/errors.js';
 
 /** A failed fetch to an upstream (the legacy v2 API, or the v4 core when the gateway runs apart) as the v2 error, counted. */
 export function upstreamFailure(
-  core: Core,
+  core: GatewayDeps,
   error: unknown,
   upstream: { kind: string; name: string; call: string; timeoutMs: number },
 ): AppError {

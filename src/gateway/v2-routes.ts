@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_KEY_PREFIX, hashSecret } from '../access/api-keys.js';
-import type { Core } from '../core.js';
+import type { GatewayDeps } from './deps.js';
 import { AppError, badRequest, forbidden, ServiceUnavailable, unauthorized } from '../kit/errors.js';
 import { restInput } from '../http/rest.js';
 import { toAppError } from '../http/errors.js';
@@ -95,7 +95,7 @@ function legacyKeyHeader(request: FastifyRequest): string {
 }
 
 /** The legacy key `raw` the request sent, active; a known key's id (a disabled one's too) goes on the request's log line. */
-async function activeKey(core: Core, legacyKeys: LegacyKeyCache, request: FastifyRequest, raw: string, asOf: number): Promise<ActiveKey> {
+async function activeKey(core: GatewayDeps, legacyKeys: LegacyKeyCache, request: FastifyRequest, raw: string, asOf: number): Promise<ActiveKey> {
   // Unknown keys are not cached, so a newly registered key works at once and guessing fills nothing.
   const key = await legacyKeys.get(hashSecret(raw), () => resolveLegacyKey(core, raw), (found) => found.status !== 'unknown', asOf);
   if (key.status === 'unknown') throw unauthorized('invalid_api_key', 'The API key is unknown');
@@ -123,7 +123,7 @@ async function callV4(v4: V4Client, bridgeKey: string, operation: string, input:
 }
 
 /** Calls the route's v4 operation and follow-ups with the bridge key and translates both ways. */
-async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey, document: Doc, shared: SharedLookup): Promise<Answer> {
+async function serveV4(core: GatewayDeps, v4: V4Client, route: V4Route, key: ActiveKey, document: Doc, shared: SharedLookup): Promise<Answer> {
   const bridgeKey = key.bridgeApiKey;
   // A key holding a scope with a v4 successor always has a bridge key (see createLegacyKey).
   if (!bridgeKey) throw new Error(`legacy key ${key.legacyKeyId} holds ${route.scope} but has no bridge key`);
@@ -146,7 +146,7 @@ async function serveV4(core: Core, v4: V4Client, route: V4Route, key: ActiveKey,
   return { status: answer.status, body: await translation.response(route.response, answer.data, source) };
 }
 
-function noSuccessor(core: Core, route: Route): AppError {
+function noSuccessor(core: GatewayDeps, route: Route): AppError {
   const reason = scopeEntryFor(core.mappings.scopes, route.scope)?.reason;
   return new AppError(
     501,
@@ -178,7 +178,7 @@ function checkPathParams(params: Record<string, string>): void {
  * route's own path with its parameters encoded, and the query as sent. Never the raw URL, whose
  * dot segments and encoded slashes would lead the upstream call out of the path the scope allows.
  */
-function legacyV2Url(core: Core, route: Route, request: FastifyRequest): string | undefined {
+function legacyV2Url(core: GatewayDeps, route: Route, request: FastifyRequest): string | undefined {
   const upstream = core.config.legacyV2Upstream;
   if (!upstream) return undefined;
   const params = request.params as Record<string, string>;
@@ -188,7 +188,7 @@ function legacyV2Url(core: Core, route: Route, request: FastifyRequest): string 
 }
 
 /** Forwards the call unchanged (same path, query, key and body) to the legacy v2 API and passes its answer on. */
-async function forwardToLegacy(core: Core, route: Route, request: FastifyRequest, rawKey: string): Promise<Answer> {
+async function forwardToLegacy(core: GatewayDeps, route: Route, request: FastifyRequest, rawKey: string): Promise<Answer> {
   const { legacyV2TimeoutMs } = core.config;
   const url = legacyV2Url(core, route, request);
   if (!url) throw noSuccessor(core, route);
@@ -221,7 +221,7 @@ function answerV2Error(error: FastifyError | Error, request: FastifyRequest, rep
   void sendV2Error(request, reply, appError);
 }
 
-export function registerV2Routes(app: FastifyInstance, core: Core, v4For: V4ClientFor = inProcessV4(core)): void {
+export function registerV2Routes(app: FastifyInstance, core: GatewayDeps, v4For: V4ClientFor = inProcessV4(core)): void {
   const { sunset, scopes } = core.mappings;
   // Disabling a key, or revoking its bridge key or user, drops the cache on every instance (see ChangeFeed).
   const legacyKeys: LegacyKeyCache = new TopicCache(core.changes, 'credentials');

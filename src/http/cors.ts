@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../kit/config.js';
-import type { Core } from '../core.js';
+import type { HttpDeps } from './deps.js';
 import { forbidden } from '../kit/errors.js';
 import { sendError } from './errors.js';
 import { LOOPBACK_HOSTS } from '../kit/loopback.js';
@@ -23,7 +23,7 @@ const PREFLIGHT_MAX_AGE_SECONDS = 600;
  * Whether a browser page of `origin` may use the MCP endpoint: our own public origin, a loopback
  * origin or a configured one. Requests without Origin (every non-browser client) pass.
  */
-export function originAllowed(core: Core, origin: string | undefined): boolean {
+export function originAllowed(core: HttpDeps, origin: string | undefined): boolean {
   if (origin === undefined) return true;
   let url: URL;
   try {
@@ -54,7 +54,7 @@ function allow(reply: FastifyReply, origin: string): void {
 }
 
 /** Answers CORS on `paths` (GET/POST/DELETE routes registered elsewhere) and their preflights. */
-export function registerCors(app: FastifyInstance, core: Core, paths: readonly string[]): void {
+export function registerCors(app: FastifyInstance, core: HttpDeps, paths: readonly string[]): void {
   const served = new Set(paths);
   // On the request, before any handler: the MCP endpoint hijacks its replies and copies these headers over.
   app.addHook('onRequest', (request, reply, done) => {

@@ -1,4 +1,4 @@
-import type { Core } from '../core.js';
+import type { HttpDeps } from './deps.js';
 import { sql } from '../store/sql.js';
 
 export type CheckState = 'up' | 'down' | 'not_configured';
@@ -41,7 +41,7 @@ async function answersInTime(check: () => Promise<unknown>): Promise<CheckState>
 }
 
 /** Whether this instance can serve: the database answers; Redis, when configured, decides only whether fully. */
-export async function readiness(core: Core): Promise<Readiness> {
+export async function readiness(core: HttpDeps): Promise<Readiness> {
   const [database, redis] = await Promise.all([
     answersInTime(() => core.db.query(sql`SELECT 1`)),
     core.shared.kind === 'redis' ? answersInTime(() => core.shared.ping()) : Promise.resolve<CheckState>('not_configured'),

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { Core } from '../core.js';
+import type { HttpDeps } from './deps.js';
 import { encryptSecret, openSealed } from '../domain/pin-crypto.js';
 import { badRequest, unprocessable } from '../kit/errors.js';
 import type { Db, Queryable } from '../store/db.js';
@@ -78,7 +78,7 @@ function joined(db: Db, tx: Queryable): Db {
  * waits for it. The counters were written before the transaction (see run), and what the write starts
  * afterwards (a first use, a mail) starts once its rows are committed.
  */
-function transactionCore(core: Core, tx: Queryable, afterCommit: Array<() => void>): Core {
+function transactionCore(core: HttpDeps, tx: Queryable, afterCommit: Array<() => void>): HttpDeps {
   return {
     ...core,
     db: joined(core.db, tx),
@@ -103,13 +103,13 @@ interface StoredKey {
 export class IdempotentWrites {
   private lastSweep = 0;
 
-  constructor(private readonly core: Core) {}
+  constructor(private readonly core: HttpDeps) {}
 
   /**
    * `write`'s answer, run on a core whose database is the transaction that also keeps the key; or, for a
    * key this user already used for the same request, the stored answer (`replayed`).
    */
-  async run(userId: string, key: string, fingerprint: string, write: (core: Core) => Promise<Answer>): Promise<Answer & { replayed: boolean }> {
+  async run(userId: string, key: string, fingerprint: string, write: (core: HttpDeps) => Promise<Answer>): Promise<Answer & { replayed: boolean }> {
     const { core } = this;
     const now = core.now();
     this.sweepNow(now);

@@ -1,8 +1,16 @@
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlOf, ConfigError, type Config } from '../kit/config.js';
-import type { Core } from '../core.js';
+import type { Logger } from 'pino';
 import { startDraining } from './drain.js';
+
+/** What a listening server stops on a signal: the services' close and the log's last flush. */
+export interface Stoppable {
+  logger: Logger;
+  close(): Promise<void>;
+  /** Writes the log lines still buffered for at most `withinMs`. */
+  endLogs(withinMs: number): Promise<void>;
+}
 
 // Of the grace, requests that hold out leave a fifth, at most this, to close the store and write the last log lines.
 const CLOSING_RESERVE_MAX_MS = 2000;
@@ -57,7 +65,7 @@ export async function ensureCanListen(config: Config): Promise<void> {
  * reader that stalls cannot hold the process. Exits 0, or 1 if closing failed or outlasted the grace. A
  * second signal exits at once. Returns the URL it serves.
  */
-export async function listenUntilSignalled(app: FastifyInstance, core: Core, config: Config): Promise<string> {
+export async function listenUntilSignalled(app: FastifyInstance, core: Stoppable, config: Config): Promise<string> {
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) {

@@ -2,7 +2,7 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from '../kit/config.js';
-import type { Core } from '../core.js';
+import type { HttpDeps } from './deps.js';
 import { AppError } from '../kit/errors.js';
 import { errorBody, toAppError } from './errors.js';
 
@@ -46,7 +46,7 @@ function metricsRefusal(config: Config, headers: IncomingHttpHeaders, remoteAddr
 const CHALLENGE = 'Bearer realm="metrics"';
 
 /** /metrics on the API port, or on METRICS_PORT's listener for as long as the app runs. */
-export function registerMetrics(app: FastifyInstance, core: Core): void {
+export function registerMetrics(app: FastifyInstance, core: HttpDeps): void {
   const { config, metrics } = core;
   const { metricsHost, metricsPort } = config;
   if (metricsPort === undefined) {
@@ -77,7 +77,7 @@ function sendError(res: ServerResponse, requestId: string, error: AppError): voi
 }
 
 /** METRICS_PORT's listener: GET /metrics and nothing else, with the API's error envelope. */
-async function answerScrape(core: Core, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function answerScrape(core: HttpDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const requestId = randomUUID();
   const path = (req.url ?? '/').split('?')[0];
   const refusal =
@@ -94,7 +94,7 @@ async function answerScrape(core: Core, req: IncomingMessage, res: ServerRespons
   }
 }
 
-async function listenForMetrics(core: Core, host: string, port: number): Promise<Server> {
+async function listenForMetrics(core: HttpDeps, host: string, port: number): Promise<Server> {
   const server = createServer((req, res) => void answerScrape(core, req, res));
   try {
     await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Core } from '../core.js';
+import type { HttpDeps } from './deps.js';
 import { AppError } from '../kit/errors.js';
 
 export interface RateLimitRule {
@@ -22,7 +22,7 @@ export interface RateLimitRule {
  * core.shared, so the limit holds across instances with Redis (and falls back to per-process
  * counting, never to no limit, while Redis is down).
  */
-export function rateLimited(core: Core, rule: RateLimitRule) {
+export function rateLimited(core: HttpDeps, rule: RateLimitRule) {
   const enforce = rateLimiter(core, rule);
   return async function rateLimit(request: FastifyRequest, reply: FastifyReply) {
     await enforce(reply, rule.key(request));
@@ -33,7 +33,7 @@ export function rateLimited(core: Core, rule: RateLimitRule) {
  * The same limit for identities only the handler knows (the principal it authenticated): call it
  * with them. Fails with 429 as rateLimited does.
  */
-export function rateLimiter(core: Core, rule: Omit<RateLimitRule, 'key'>) {
+export function rateLimiter(core: HttpDeps, rule: Omit<RateLimitRule, 'key'>) {
   // Identities (IPs, client ids, usernames) are keyed by an HMAC, never stored in clear in Redis.
   // The window is part of the bucket: one limit may count the same identity per minute and per day.
   const bucketOf = (kind: string, value: string) =>

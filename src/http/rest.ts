@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Core } from '../core.js';
+import type { HttpDeps } from './deps.js';
 import { badRequest } from '../kit/errors.js';
-import { OPERATIONS } from '../operations/index.js';
 import { invokeOperation, requireAccess, type AnyOperation } from '../operations/operation.js';
 import { fingerprintOf, idempotencyKeyOf, IdempotentWrites } from './idempotency.js';
 import { notePrincipal } from './request-log.js';
@@ -19,9 +18,10 @@ export function restInput(method: AnyOperation['method'], request: FastifyReques
   return { ...(body as Record<string, unknown>), ...params };
 }
 
-export function registerRestRoutes(app: FastifyInstance, core: Core): void {
+/** One route per operation of `operations` (the composition root passes the whole table). */
+export function registerRestRoutes(app: FastifyInstance, core: HttpDeps, operations: readonly AnyOperation[]): void {
   const idempotent = new IdempotentWrites(core);
-  for (const op of OPERATIONS) {
+  for (const op of operations) {
     app.route({
       method: op.method,
       url: op.path,
@@ -29,7 +29,7 @@ export function registerRestRoutes(app: FastifyInstance, core: Core): void {
         const principal = await core.auth.authenticate(request.headers);
         notePrincipal(request, principal);
         const input = restInput(op.method, request);
-        const answer = async (on: Core) => {
+        const answer = async (on: HttpDeps) => {
           const data = await invokeOperation(op, { core: on, principal, requestId: request.id }, input);
           return { status: op.successStatus, body: { ok: true, data, meta: { requestId: request.id } } };
         };

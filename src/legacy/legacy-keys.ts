@@ -3,7 +3,8 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { API_KEY_PREFIX, hashSecret, secretMatches } from '../access/api-keys.js';
 import type { Capability } from '../access/capabilities.js';
-import type { Core } from '../core.js';
+import type { FirstUseRecorder } from '../access/first-use.js';
+import type { DomainDeps } from '../domain/deps.js';
 import { createUser, mintKeyForUser } from '../domain/admin.js';
 import { encryptSecret, openSealed } from '../domain/pin-crypto.js';
 import { pgErrorCode, UNIQUE_VIOLATION, type Queryable } from '../store/db.js';
@@ -15,6 +16,14 @@ import { capabilitiesForScopes, scopeEntryFor, type Mappings } from './mappings.
 import { cutoverOf, usageWindowStart, type Cutover, type CutoverStage, type DisabledBy, type EnabledBy, type SuccessorFacts } from './cutover-stage.js';
 import { leastCapabilities, ruleFor, type ScopeUsage } from './scope-rules.js';
 import { recordCutoverEvent } from './cutover-events.js';
+import type { UsageRecorder } from './legacy-key-usage.js';
+
+/** What the legacy keys' services use: the domain's, the v2 maps, and the recorders of key usage. */
+export interface LegacyDeps extends DomainDeps {
+  mappings: Mappings;
+  legacyUsage: Pick<UsageRecorder, 'record' | 'flush'>;
+  keyFirstUse: Pick<FirstUseRecorder, 'record' | 'settled'>;
+}
 
 /*
  * Legacy v2 keys, registered in the gateway. Each is bound to a company and holds v2 scopes;
@@ -161,7 +170,7 @@ async function capabilitiesExercised(db: Queryable, keyIds: string[]): Promise<M
 }
 
 /** Reads keys with their cutover facts; the stage is derived at the core's clock. */
-async function selectKeys(db: Queryable, core: Core, where: Sql): Promise<LegacyKeySummary[]> {
+async function selectKeys(db: Queryable, core: LegacyDeps, where: Sql): Promise<LegacyKeySummary[]> {
   const rows = await db.query<LegacyKeyRow>(sql`
     SELECT l.id, l.company_id, l.name, l.key_hint, l.scopes, l.bridge_user_id, l.bridge_key_id,
       COALESCE(k.capabilities, '{}'::text[]) AS capabilities, l.created_at, l.disabled_at, l.last_used_at,
@@ -236,7 +245,7 @@ export interface LegacyKeyFilter {
 }
 
 /** Never returns hashes or keys: only what an operator needs to recognise and audit a key. Counts this instance's usage first. */
-export async function listLegacyKeys(core: Core, { companyIds, id }: LegacyKeyFilter = {}): Promise<LegacyKeySummary[]> {
+export async function listLegacyKeys(core: LegacyDeps, { companyIds, id }: LegacyKeyFilter = {}): Promise<LegacyKeySummary[]> {
   await Promise.all([core.legacyUsage.flush(), core.keyFirstUse.settled()]);
   return selectKeys(
     core.db,
@@ -251,7 +260,7 @@ export async function listLegacyKeys(core: Core, { companyIds, id }: LegacyKeyFi
 /** The reissue steps, inside the caller's transaction. */
 async function register(
   tx: Queryable,
-  core: Core,
+  core: LegacyDeps,
   mappings: Mappings,
   input: z.output<typeof NewLegacyKeySchema>,
 ): Promise<CreatedLegacyKey> {
@@ -298,7 +307,7 @@ function duplicateKey(existing?: { id: string; name: string }): AppError {
 }
 
 /** Registers one legacy key: with `rawKey` an existing v2 key is imported, without it one is generated. */
-export async function createLegacyKey(core: Core, mappings: Mappings, input: NewLegacyKey): Promise<CreatedLegacyKey> {
+export async function createLegacyKey(core: LegacyDeps, mappings: Mappings, input: NewLegacyKey): Promise<CreatedLegacyKey> {
   const parsed = parseInput(NewLegacyKeySchema, input, 'legacy key');
   return core.db.transaction((tx) => register(tx, core, mappings, parsed));
 }
@@ -326,7 +335,7 @@ export function parseImportDocument(text: string): unknown {
 
 /** All or nothing: one bad or duplicate entry rolls the whole import back, named by its position. */
 export async function importLegacyKeys(
-  core: Core,
+  core: LegacyDeps,
   mappings: Mappings,
   document: unknown,
 ): Promise<{ imported: number; keys: LegacyKeySummary[] }> {
@@ -372,7 +381,7 @@ const DISABLED_BY_TEXT: Record<DisabledBy, string> = { operator: 'the operator',
  * it bridged to in the same transaction, then writes the audit log line. Returns the key, or
  * undefined when nothing was disabled.
  */
-export async function disableIf(core: Core, id: string, disabling: Disabling, condition: Sql = sql`TRUE`): Promise<LegacyKeySummary | undefined> {
+export async function disableIf(core: LegacyDeps, id: string, disabling: Disabling, condition: Sql = sql`TRUE`): Promise<LegacyKeySummary | undefined> {
   const disabled = await core.db.transaction(async (tx) => {
     const [row] = await tx.query<{ bridge_user_id: string; bridge_key_id: string | null }>(sql`
       UPDATE legacy_keys l SET disabled_at = ${core.now().toISOString()}, disabled_by = ${disabling.by},
@@ -411,7 +420,7 @@ export async function disableIf(core: Core, id: string, disabling: Disabling, co
 export const alreadyDisabled = (id: string) => conflict('legacy_key_disabled', `Legacy key ${id} is already disabled`);
 
 /** Stops the legacy key and everything it bridged to, from the next request on, whatever its stage. */
-export async function disableLegacyKey(core: Core, id: string, disabling: Disabling = { by: 'operator' }): Promise<LegacyKeySummary> {
+export async function disableLegacyKey(core: LegacyDeps, id: string, disabling: Disabling = { by: 'operator' }): Promise<LegacyKeySummary> {
   const disabled = await disableIf(core, id, disabling);
   if (disabled) return disabled;
   const [row] = await core.db.query(sql`SELECT 1 FROM legacy_keys WHERE id = ${id}`);
@@ -432,7 +441,7 @@ export interface Enabling {
  * its bridge user enabled again and a new bridge key with the old one's capabilities (a revoked key
  * never comes back). The undone disable is logged; the key keeps the last undo.
  */
-export async function enableLegacyKey(core: Core, id: string, enabling: Enabling = { by: 'operator' }): Promise<LegacyKeySummary> {
+export async function enableLegacyKey(core: LegacyDeps, id: string, enabling: Enabling = { by: 'operator' }): Promise<LegacyKeySummary> {
   const { sunset } = core.mappings.sunset;
   if (core.now() >= sunset) {
     throw conflict('sunset_passed', `v2 reached its sunset on ${sunset.toISOString().slice(0, 10)}: legacy key ${id} stays disabled`);
@@ -497,7 +506,7 @@ export type LegacyKeyResolution =
   | { status: 'unknown' };
 
 /** What the gateway does with an incoming v2 key. Read live, so disabling takes effect on the next request. */
-export async function resolveLegacyKey(core: Core, rawKey: string): Promise<LegacyKeyResolution> {
+export async function resolveLegacyKey(core: LegacyDeps, rawKey: string): Promise<LegacyKeyResolution> {
   const [row] = await core.db.query<{
     id: string;
     company_id: string;
@@ -528,7 +537,7 @@ export interface LegacyKeyUsage {
 }
 
 /** One key's usage, oldest day first: the input of the v2 usage audit. Counts this instance's usage first. */
-export async function legacyKeyUsage(core: Core, keyId: string): Promise<LegacyKeyUsage[]> {
+export async function legacyKeyUsage(core: LegacyDeps, keyId: string): Promise<LegacyKeyUsage[]> {
   await core.legacyUsage.flush();
   return core.db.query<LegacyKeyUsage>(sql`
     SELECT to_char(day, 'YYYY-MM-DD') AS day, endpoint, scope, calls

@@ -1,17 +1,17 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Core } from '../core.js';
+import type { McpDeps } from './deps.js';
 import { OAUTH_SCOPES } from '../oauth/scopes.js';
 
 export const MCP_PATH = '/mcp';
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 /** The base URL clients reach us at: the OAuth issuer's, so resource and authorization-server URLs always agree. */
-export function publicBaseUrl(core: Core): string {
+export function publicBaseUrl(core: McpDeps): string {
   return core.oauth.issuer;
 }
 
 /** The base URL a request reached us at (see OAuthServer.at): the one its discovery documents and challenges name. */
-export function requestBaseUrl(core: Core, request: FastifyRequest): string {
+export function requestBaseUrl(core: McpDeps, request: FastifyRequest): string {
   return core.oauth.at(request.headers.host).issuer;
 }
 
@@ -26,7 +26,7 @@ function resourceMetadataUrl(baseUrl: string): string {
  * refreshing); the consent page and the role still decide what is granted.
  */
 export function bearerChallenge(
-  core: Core,
+  core: McpDeps,
   request: FastifyRequest,
   options: { error?: 'invalid_token' | 'insufficient_scope'; scope?: readonly string[] } = {},
 ): string {
@@ -50,7 +50,7 @@ const RESOURCE_METADATA_PATHS = [METADATA_PATH, `${METADATA_PATH}${MCP_PATH}`];
 /** Every document a client reads to connect: the resource's metadata and the authorization server's. */
 export const DISCOVERY_PATHS = [...RESOURCE_METADATA_PATHS, '/.well-known/oauth-authorization-server'];
 
-export function registerProtectedResourceMetadata(app: FastifyInstance, core: Core): void {
+export function registerProtectedResourceMetadata(app: FastifyInstance, core: McpDeps): void {
   for (const url of RESOURCE_METADATA_PATHS) {
     app.get(url, async (request) => protectedResourceMetadata(requestBaseUrl(core, request)));
   }

@@ -13,7 +13,7 @@ import { setImmediate as yieldToOtherRequests } from 'node:timers/promises';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../access/principal.js';
 import type { AnyOperation } from '../operations/operation.js';
-import type { Core } from '../core.js';
+import type { McpDeps } from './deps.js';
 import { AppError, ServiceUnavailable } from '../kit/errors.js';
 import { toAppError } from '../http/errors.js';
 import { ClientReplies } from './client-replies.js';
@@ -124,7 +124,7 @@ async function answerDirectly(context: McpCallContext, session: McpSession, requ
   return answerWithoutSdkServer(context, request, session.clientCapabilities);
 }
 
-export async function registerMcp(app: FastifyInstance, core: Core): Promise<void> {
+export async function registerMcp(app: FastifyInstance, core: McpDeps): Promise<void> {
   // Session records live in the shared state, so any instance serves any session's next request.
   const sessions = sharedSessionStore(core.shared);
   const replies = new ClientReplies();

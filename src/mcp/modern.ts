@@ -19,7 +19,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import type { Principal } from '../access/principal.js';
-import type { Core } from '../core.js';
+import type { McpDeps } from './deps.js';
 import { AppError } from '../kit/errors.js';
 import { noteErrorCode } from '../http/request-log.js';
 import type { AnyOperation } from '../operations/operation.js';
@@ -220,7 +220,7 @@ export interface ModernLeg {
   close(): Promise<void>;
 }
 
-export function createModernLeg(core: Core, metrics: McpMetrics): ModernLeg {
+export function createModernLeg(core: McpDeps, metrics: McpMetrics): ModernLeg {
   // Signed, bound to the principal, and expiring: a state minted for one user's call cannot approve another's.
   const approvals = createRequestStateCodec<ApprovalState>({
     key: createHmac('sha256', core.secretKey).update('mcp-request-state').digest(),

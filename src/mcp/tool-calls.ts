@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../access/principal.js';
-import type { Core } from '../core.js';
+import type { McpDeps } from './deps.js';
 import { AppError } from '../kit/errors.js';
 import { invokeOperation, type AnyOperation } from '../operations/operation.js';
 import { packageVersion } from '../kit/version.js';
@@ -24,7 +24,7 @@ const INSTRUCTIONS =
   'Write tools ask the user for approval when the client supports it.';
 
 /** Who the server is and what it offers, as initialize (2025) and server/discover (2026-07-28) both say it. */
-export function serverIdentity(core: Core) {
+export function serverIdentity(core: McpDeps) {
   return {
     serverInfo: { ...SERVER_INFO, icons: icon(publicBaseUrl(core), 'server') },
     capabilities: { tools: { listChanged: false } },
@@ -33,7 +33,7 @@ export function serverIdentity(core: Core) {
 }
 
 export interface McpCallContext {
-  core: Core;
+  core: McpDeps;
   principal: Principal;
   requestId: string;
   metrics: McpMetrics;

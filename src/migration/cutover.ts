@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { Capability } from '../access/capabilities.js';
-import type { Core } from '../core.js';
+import type { MigrationDeps } from './deps.js';
 import { createUser, mintKeyForUser } from '../domain/admin.js';
 import { conflict, forbidden, notFound, unprocessable } from '../kit/errors.js';
 import { sql, type Sql } from '../store/sql.js';
@@ -68,14 +68,14 @@ export interface MintedSuccessor {
 }
 
 /** A legacy key within the caller's companies; another company's reads as absent. */
-export async function legacyKeyFor(core: Core, companyIds: readonly string[], id: string): Promise<LegacyKeySummary> {
+export async function legacyKeyFor(core: MigrationDeps, companyIds: readonly string[], id: string): Promise<LegacyKeySummary> {
   const [key] = await listLegacyKeys(core, { companyIds, id });
   if (!key) throw notFound('Legacy key', id);
   return key;
 }
 
 /** Any legacy key, for the operator. */
-async function operatorKey(core: Core, id: string): Promise<LegacyKeySummary> {
+async function operatorKey(core: MigrationDeps, id: string): Promise<LegacyKeySummary> {
   const [key] = await listLegacyKeys(core, { id });
   if (!key) throw notFound('Legacy key', id);
   return key;
@@ -85,7 +85,7 @@ async function operatorKey(core: Core, id: string): Promise<LegacyKeySummary> {
  * The legacy key whose dedicated successor user has this e-mail (dedicatedUserEmail), if any: what
  * `svc-server keys mint` mints for it is that key's successor.
  */
-export async function legacyKeyOfSuccessorUser(core: Core, email: string): Promise<LegacyKeySummary | undefined> {
+export async function legacyKeyOfSuccessorUser(core: MigrationDeps, email: string): Promise<LegacyKeySummary | undefined> {
   const id = /^v4-successor\+(lk_[0-9a-z]+)@/i.exec(email)?.[1];
   if (id === undefined) return undefined;
   const [key] = await listLegacyKeys(core, { id });
@@ -97,7 +97,7 @@ export async function legacyKeyOfSuccessorUser(core: Core, email: string): Promi
  * with those the key's v2 calls need besides, else those of the scopes the key called in the usage
  * window (what the audit recommends); and what it may get at most, the v4 reach of the key's scopes.
  */
-export function successorCapabilities(core: Core, key: LegacyKeySummary, usage: readonly ScopeUsage[]): { suggested: Capability[]; allowed: Capability[] } {
+export function successorCapabilities(core: MigrationDeps, key: LegacyKeySummary, usage: readonly ScopeUsage[]): { suggested: Capability[]; allowed: Capability[] } {
   const previous = key.cutover.successor;
   const suggested = previous
     ? replacementOf(previous.capabilities, key.cutover.coverage.needed)
@@ -105,7 +105,7 @@ export function successorCapabilities(core: Core, key: LegacyKeySummary, usage: 
   return { suggested, allowed: key.capabilities };
 }
 
-async function chooseCapabilities(core: Core, key: LegacyKeySummary, grantor: Grantor | typeof OPERATOR, requested: Capability[] | undefined): Promise<Capability[]> {
+async function chooseCapabilities(core: MigrationDeps, key: LegacyKeySummary, grantor: Grantor | typeof OPERATOR, requested: Capability[] | undefined): Promise<Capability[]> {
   const capabilities = [...new Set(requested ?? successorCapabilities(core, key, await legacyKeyUsage(core, key.id)).suggested)];
   if (capabilities.length === 0) {
     const message = `Legacy key ${key.id} made no v2 call with a v4 successor in the last ${USAGE_WINDOW_DAYS} days: name the capabilities to mint (within ${key.capabilities.join(', ')})`;
@@ -132,7 +132,7 @@ async function chooseCapabilities(core: Core, key: LegacyKeySummary, grantor: Gr
  * the migration (requireHumanAdmin). Works while the service runs, on either store; the operator's
  * offline `svc-server legacy-keys mint-successor` (and `keys mint` for a successor user) take the same path.
  */
-export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor | typeof OPERATOR, request: SuccessorRequest = {}): Promise<MintedSuccessor> {
+export async function mintSuccessorKey(core: MigrationDeps, id: string, grantor: Grantor | typeof OPERATOR, request: SuccessorRequest = {}): Promise<MintedSuccessor> {
   const readKey = () => (grantor === OPERATOR ? operatorKey(core, id) : legacyKeyFor(core, grantor.companyIds, id));
   const key = await readKey();
   const admin = grantor === OPERATOR ? null : { userId: grantor.userId, email: grantor.email };
@@ -203,7 +203,7 @@ export async function mintSuccessorKey(core: Core, id: string, grantor: Grantor 
  * keeps the key. Its calls' coverage of the needed capabilities was checked on the stage read
  * before: only a v2 call (refused here as not quiet) or a revoked successor can undo it.
  */
-function quietWithWorkingSuccessor(core: Core): Sql {
+function quietWithWorkingSuccessor(core: MigrationDeps): Sql {
   const quietBefore = new Date(core.now().getTime() - core.mappings.sunset.cutover.quietDays * DAY_MS).toISOString();
   return sql`GREATEST(COALESCE(l.last_used_at, l.created_at), l.enabled_at) <= ${quietBefore}
       AND EXISTS (SELECT 1 FROM api_keys s JOIN users su ON su.id = s.user_id
@@ -261,7 +261,7 @@ interface DisableRequest {
  * again in the UPDATE itself), else 409 legacy_key_in_use naming the stage and what is missing; a
  * forced disable skips the check and logs the stage it cut off.
  */
-export async function disableWhenSafe(core: Core, key: LegacyKeySummary, disabling: Disabling, force = false): Promise<LegacyKeySummary> {
+export async function disableWhenSafe(core: MigrationDeps, key: LegacyKeySummary, disabling: Disabling, force = false): Promise<LegacyKeySummary> {
   if (key.disabledAt) throw alreadyDisabled(key.id);
   if (force) return disableLegacyKey(core, key.id, { ...disabling, forcedAtStage: key.cutover.stage });
   if (key.cutover.stage !== 'v2_quiet') throw legacyKeyInUse(key, core.now());
@@ -273,14 +273,14 @@ export async function disableWhenSafe(core: Core, key: LegacyKeySummary, disabli
 }
 
 /** An admin disables a key of one of their companies, when safe or forced, recorded with who and why. */
-export async function adminDisableLegacyKey(core: Core, id: string, admin: KeyAdmin, { force, reason }: DisableRequest = {}): Promise<LegacyKeySummary> {
+export async function adminDisableLegacyKey(core: MigrationDeps, id: string, admin: KeyAdmin, { force, reason }: DisableRequest = {}): Promise<LegacyKeySummary> {
   const key = await legacyKeyFor(core, admin.companyIds, id);
   const disabling = { by: 'admin' as const, admin: { userId: admin.userId, email: admin.email }, reason: reason ?? `disabled by ${admin.email}` };
   return disableWhenSafe(core, key, disabling, force);
 }
 
 /** An admin undoes the disable of a key of one of their companies (until the sunset), recorded like the disable. */
-export async function adminEnableLegacyKey(core: Core, id: string, admin: KeyAdmin, reason?: string): Promise<LegacyKeySummary> {
+export async function adminEnableLegacyKey(core: MigrationDeps, id: string, admin: KeyAdmin, reason?: string): Promise<LegacyKeySummary> {
   await legacyKeyFor(core, admin.companyIds, id);
   return enableLegacyKey(core, id, { by: 'admin', admin: { userId: admin.userId, email: admin.email }, reason: reason ?? `enabled again by ${admin.email}` });
 }
@@ -290,7 +290,7 @@ export async function adminEnableLegacyKey(core: Core, id: string, admin: KeyAdm
  * the stage's facts in its conditional UPDATE, so instances running the pass together disable a
  * key once, and a v2 call recorded meanwhile keeps it. Returns the keys this pass disabled.
  */
-export async function autoDisableQuietKeys(core: Core): Promise<LegacyKeySummary[]> {
+export async function autoDisableQuietKeys(core: MigrationDeps): Promise<LegacyKeySummary[]> {
   const { quietDays, autoDisable } = core.mappings.sunset.cutover;
   if (!autoDisable) return [];
   const disabled: LegacyKeySummary[] = [];
@@ -306,7 +306,7 @@ export async function autoDisableQuietKeys(core: Core): Promise<LegacyKeySummary
 }
 
 /** Runs the policy every checkEveryMinutes while the server serves (when it is on); returns the stop. */
-function startAutoDisable(core: Core): () => Promise<void> {
+function startAutoDisable(core: MigrationDeps): () => Promise<void> {
   const { autoDisable, checkEveryMinutes } = core.mappings.sunset.cutover;
   if (!autoDisable) return async () => {};
   let running: Promise<unknown> | undefined;
@@ -328,7 +328,7 @@ function startAutoDisable(core: Core): () => Promise<void> {
  * instances with `max by (stage)`, never `sum`. Counting on every instance, rather than on one
  * elected through a lock, keeps the figure while any instance is scraped, with no election to fail.
  */
-function registerStageGauge(core: Core): void {
+function registerStageGauge(core: MigrationDeps): void {
   const name = 'svc_legacy_keys_by_stage';
   if (core.metrics.registry.getSingleMetric(name)) return;
   new Gauge({
@@ -352,7 +352,7 @@ function registerStageGauge(core: Core): void {
 }
 
 /** The cutover's part of the server: the gauge, and the policy from start to close. */
-export function registerCutover(app: FastifyInstance, core: Core): void {
+export function registerCutover(app: FastifyInstance, core: MigrationDeps): void {
   registerStageGauge(core);
   let stop: (() => Promise<void>) | undefined;
   app.addHook('onReady', async () => {

@@ -1,4 +1,4 @@
-import type { Core } from '../core.js';
+import type { MigrationDeps } from './deps.js';
 
 /*
  * Demo v2 traffic for the migration dashboard: which endpoints each demo legacy key calls, shared
@@ -63,7 +63,7 @@ function split(calls: number, mix: readonly DemoCall[]): number[] {
  * Thirty days of usage for the demo legacy keys, written as the gateway writes it: through the usage
  * recorder with past dates, then flushed. The quiet key stops three weeks ago, a candidate to disable.
  */
-export async function seedDemoUsageHistory(core: Core, keyIds: { full: string; addressOnly: string; quiet: string }): Promise<void> {
+export async function seedDemoUsageHistory(core: MigrationDeps, keyIds: { full: string; addressOnly: string; quiet: string }): Promise<void> {
   const scopeOf = new Map(core.mappings.routes.map((route) => [`${route.method} ${route.path}`, route.scope]));
   const mixes = { full: DEMO_TRAFFIC.full, addressOnly: DEMO_TRAFFIC.addressOnly, quiet: QUIET_TRAFFIC };
   const now = core.now().getTime();

@@ -1,5 +1,5 @@
 import type { Capability } from '../access/capabilities.js';
-import type { Core } from '../core.js';
+import type { MigrationDeps } from './deps.js';
 import { sql } from '../store/sql.js';
 import { successorCapabilities } from './cutover.js';
 import { recentCutoverEvents, type CutoverEvent } from '../legacy/cutover-events.js';
@@ -58,7 +58,7 @@ export interface MigrationReport {
 
 const utcDay = (time: number) => new Date(time).toISOString().slice(0, 10);
 
-export async function buildMigrationReport(core: Core, options: MigrationReportOptions): Promise<MigrationReport> {
+export async function buildMigrationReport(core: MigrationDeps, options: MigrationReportOptions): Promise<MigrationReport> {
   const { days = 30, quietAfterDays = core.mappings.sunset.cutover.quietDays } = options;
   const companyIds = [...options.companyIds];
   const now = core.now().getTime();

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
-import type { Core } from '../core.js';
+import type { MigrationDeps } from './deps.js';
 import { isSecretParam } from '../http/log-redaction.js';
 import { callUpstream, type UpstreamResponse } from '../kit/upstream.js';
 import type { CompareRules } from '../legacy/mappings.js';
@@ -310,10 +310,10 @@ export class ShadowCheck {
   }
 }
 
-const checks = new WeakMap<Core, ShadowCheck>();
+const checks = new WeakMap<MigrationDeps, ShadowCheck>();
 
 /** The shadow check of a core: one per core, like its metrics registry, shared by the v2 routes and the report. */
-export function shadowCheckOf(core: Core): ShadowCheck {
+export function shadowCheckOf(core: MigrationDeps): ShadowCheck {
   let check = checks.get(core);
   if (!check) {
     const { legacyV2Upstream, shadowSampleRate, shadowTimeoutMs, shadowMaxInFlight } = core.config;

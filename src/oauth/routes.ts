@@ -1,16 +1,21 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
-import type { Core } from '../core.js';
 import { AppError } from '../kit/errors.js';
+import type { HttpDeps } from '../http/deps.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { noteErrorCode } from '../http/request-log.js';
 import { REGISTRATION_LIMITS } from './client-policy.js';
 import { observeOAuth } from './metrics.js';
-import { OAUTH_PATHS, providerRefusalCode, type OAuthAddress, type RefusalContext } from './provider.js';
+import { OAUTH_PATHS, providerRefusalCode, type OAuthAddress, type OAuthServer, type RefusalContext } from './provider.js';
 import { adjustAuthorizationParams } from './request-params.js';
 import { OAUTH_SCOPES } from './scopes.js';
 import { hijackKeepingHeaders } from '../http/hijack.js';
+
+/** What the OAuth routes use: the HTTP frame's services and the authorization server itself. */
+export interface OAuthDeps extends HttpDeps {
+  oauth: OAuthServer;
+}
 
 /** The provider's paths this file handles before oidc-provider does. */
 const PREHANDLED_PATHS: ReadonlySet<string> = new Set([
@@ -145,7 +150,7 @@ function noteProviderRefusals(provider: Provider): void {
  * The provider reads its own request bodies; only registration and token requests are read here
  * first (to adjust the metadata, to rate-limit per client), and handed over already read.
  */
-export async function registerOAuthRoutes(app: FastifyInstance, core: Core): Promise<void> {
+export async function registerOAuthRoutes(app: FastifyInstance, core: OAuthDeps): Promise<void> {
   const { oauth } = core;
   const addressOf = (request: FastifyRequest) => oauth.at(request.headers.host);
   app.get('/.well-known/oauth-authorization-server', async (request, reply) =>

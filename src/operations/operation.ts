@@ -6,9 +6,10 @@ import type { DomainDeps } from '../domain/deps.js';
 import { forbidden, validationError } from '../kit/errors.js';
 
 /**
- * What a handler is given. Domain operations see the domain's dependencies only; the gateway's own
- * operations (legacy keys, shadow report) name the full Core as C. Every surface passes the full
- * Core, so the table may hold both (a handler is a method, so its context type is bivariant).
+ * What a handler is given. Domain operations see the domain's dependencies only; the migration's
+ * operations (legacy keys, shadow report) name MigrationDeps as C. Every surface passes the
+ * composition root's Core, which is both, so the table may hold both (a handler is a method, so its
+ * context type is bivariant).
  */
 export interface OperationContext<C extends DomainDeps = DomainDeps> {
   core: C;

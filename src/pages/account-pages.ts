@@ -5,7 +5,7 @@ import { maskedKey } from '../access/api-keys.js';
 import { CAPABILITY_LABELS, CapabilitySchema, ROLE_CEILING, type Capability } from '../access/capabilities.js';
 import { decoyPasswordHash, passwordMatches } from '../access/passwords.js';
 import type { UserRow } from '../access/principal.js';
-import type { Core } from '../core.js';
+import type { PagesDeps } from './deps.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { mintKeyForUser } from '../domain/admin.js';
 import { sql } from '../store/sql.js';
@@ -32,8 +32,9 @@ export function formList(value: unknown): string[] {
 
 const SignInForm = z.object({ email: z.string().trim().min(1), password: z.string().min(1), return: z.string().optional() });
 
-export interface PageContext {
-  core: Core;
+/** The services a page uses (migration pages are given more) and the sign-in sessions. */
+export interface PageContext<C extends PagesDeps = PagesDeps> {
+  core: C;
   sessions: Sessions;
 }
 
@@ -165,7 +166,7 @@ export function registerAccountPages(app: FastifyInstance, ctx: PageContext): vo
   });
 }
 
-async function verifyPassword(core: Core, email: string, password: string): Promise<{ id: string } | undefined> {
+async function verifyPassword(core: PagesDeps, email: string, password: string): Promise<{ id: string } | undefined> {
   const [row] = await core.db.query<{ id: string; password_hash: string | null; disabled_at: string | null }>(
     sql`SELECT id, password_hash, disabled_at FROM users WHERE lower(email) = lower(${email})`,
   );

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../core.js';
+import type { PagesDeps } from './deps.js';
 import { sql } from '../store/sql.js';
 import { badRequest, notFound } from '../kit/errors.js';
 import { destroyGrant, findRecord, recordKey } from '../oauth/adapter.js';
@@ -40,19 +40,19 @@ export function redirectHost(uri: string): string {
  * A registered client from our table; a metadata-document client (CIMD) from its document, fetched or
  * cached by oidc-provider, or by its host when the document cannot be had now.
  */
-async function clientOf(core: Core, clientId: string): Promise<ClientPayload | undefined> {
+async function clientOf(core: PagesDeps, clientId: string): Promise<ClientPayload | undefined> {
   if (!isMetadataDocumentClient(clientId)) return findRecord<ClientPayload>(core.db, 'Client', clientId);
   const client = await (await core.oauth.provider()).Client.find(clientId).catch(() => undefined);
   return client ? (client.metadata() as ClientPayload) : { client_name: new URL(clientId).host, redirect_uris: [] };
 }
 
 /** The scopes a grant gives at the service's MCP endpoint, under whichever of its addresses the client used. */
-function grantedResource(core: Core, resources: Record<string, string> | undefined): { resource: string; scopes: OAuthScope[] } | undefined {
+function grantedResource(core: PagesDeps, resources: Record<string, string> | undefined): { resource: string; scopes: OAuthScope[] } | undefined {
   const resource = core.oauth.resources.find((candidate) => resources?.[candidate] !== undefined);
   return resource === undefined ? undefined : { resource, scopes: oauthScopesIn(resources?.[resource]) };
 }
 
-export async function listConnections(core: Core, userId: string): Promise<Connection[]> {
+export async function listConnections(core: PagesDeps, userId: string): Promise<Connection[]> {
   const grants = await core.db.query<{ payload: GrantPayload; expires_at: string | null }>(sql`
     SELECT payload, expires_at FROM oauth_records
     WHERE kind = 'Grant' AND account_id = ${userId} AND (expires_at IS NULL OR expires_at > now())
@@ -72,7 +72,7 @@ export async function listConnections(core: Core, userId: string): Promise<Conne
   );
 }
 
-async function ownGrant(core: Core, userId: string, grantId: string): Promise<GrantPayload> {
+async function ownGrant(core: PagesDeps, userId: string, grantId: string): Promise<GrantPayload> {
   const grant = await findRecord<GrantPayload>(core.db, 'Grant', grantId);
   if (!grant || grant.accountId !== userId) throw notFound('Connection', grantId);
   return grant;

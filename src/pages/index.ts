@@ -2,17 +2,14 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import { ZodError } from 'zod';
-import type { Core } from '../core.js';
+import type { PagesDeps } from './deps.js';
 import { validationError } from '../kit/errors.js';
 import { toAppError } from '../http/errors.js';
 import { noteErrorCode } from '../http/request-log.js';
-import { registerAccountPages, sendPage } from './account-pages.js';
+import { registerAccountPages, sendPage, type PageContext } from './account-pages.js';
 import { registerConnectionPages } from './connections.js';
 import { registerConsentPages } from './consent.js';
 import { html, STYLE_HASH } from '../kit/html.js';
-import { registerMigrationDashboard } from '../migration/pages/migration-dashboard.js';
-import { registerMigrationGuide } from '../migration/pages/migration-guide.js';
-import { registerMigrationPlanPage } from '../migration/pages/migration-plan.js';
 import { createSessions } from './session.js';
 
 /**
@@ -20,7 +17,10 @@ import { createSessions } from './session.js';
  * screen and the v2 migration dashboard; and the public migration guide under /docs/migration. They never allow framing (clickjacking of the consent), send no CORS headers, and are
  * never cached.
  */
-export async function registerPages(app: FastifyInstance, core: Core): Promise<void> {
+/** Pages an area above registers in the same scope (the migration's), with the same headers and errors. */
+export type PageRoutes<C extends PagesDeps> = (scope: FastifyInstance, ctx: PageContext<C>) => void | Promise<void>;
+
+export async function registerPages<C extends PagesDeps>(app: FastifyInstance, core: C, more: readonly PageRoutes<C>[] = []): Promise<void> {
   await app.register(async (scope) => {
     await scope.register(cookie);
     await scope.register(formbody);
@@ -48,8 +48,6 @@ export async function registerPages(app: FastifyInstance, core: Core): Promise<v
     registerAccountPages(scope, ctx);
     registerConnectionPages(scope, ctx);
     await registerConsentPages(scope, ctx);
-    registerMigrationDashboard(scope, ctx);
-    registerMigrationPlanPage(scope, ctx);
-    registerMigrationGuide(scope, core);
+    for (const routes of more) await routes(scope, ctx);
   });
 }

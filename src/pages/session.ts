@@ -2,7 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashSecret } from '../access/api-keys.js';
 import { USER_COLUMNS, type UserRow } from '../access/principal.js';
-import type { Core } from '../core.js';
+import type { PagesDeps } from './deps.js';
 import { baseUrlOf } from '../kit/config.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
@@ -17,7 +17,7 @@ const CSRF_COOKIE = 'svc_csrf';
  * stored only hashed. CSRF: every visitor holds a random cookie and each form carries an HMAC of
  * it, which a cross-site page can neither read nor compute.
  */
-export function createSessions(core: Core) {
+export function createSessions(core: PagesDeps) {
   const secure = baseUrlOf(core.config).startsWith('https:');
   const cookieOptions = { path: '/app', httpOnly: true, sameSite: 'lax' as const, secure };
   const csrfKey = createHmac('sha256', core.secretKey).update('page-csrf').digest();

@@ -6,7 +6,7 @@ import { SVC_SERVER_STEPS_TIMEOUT_MS } from '../helpers/harness.js';
 import { runCommandSync } from '../helpers/server-process.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
-import { createCore } from '../../src/core.js';
+import { createCore } from '../../src/app/core.js';
 import { resolveLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { loadMappingsToServe } from '../../src/legacy/mappings.js';
 

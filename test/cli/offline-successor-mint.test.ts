@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
-import { createCore, type Core } from '../../src/core.js';
+import { createCore, type Core } from '../../src/app/core.js';
 import { createCompany } from '../../src/domain/admin.js';
 import { recentCutoverEvents } from '../../src/legacy/cutover-events.js';
 import { createLegacyKey, dedicatedUserEmail, listLegacyKeys } from '../../src/legacy/legacy-keys.js';

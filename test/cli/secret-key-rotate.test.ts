@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
-import { createCore, type Core } from '../../src/core.js';
+import { createCore, type Core } from '../../src/app/core.js';
 import { createCompany } from '../../src/domain/admin.js';
 import { decryptSecret, encryptSecret } from '../../src/domain/pin-crypto.js';
 import { createLegacyKey, resolveLegacyKey } from '../../src/legacy/legacy-keys.js';

@@ -11,7 +11,7 @@ import type { ApiRequest } from '../../cli/http.js';
 import type { CliIo } from '../../cli/io.js';
 import { registerOperationCommands } from '../../cli/operations.js';
 import { Session, type GlobalOptions } from '../../cli/session.js';
-import { OPERATIONS } from '../../src/operations/index.js';
+import { OPERATIONS } from '../../src/app/operation-table.js';
 
 /*
  * Argument parsing apart from behaviour, as gh tests it: argv → request, without a server. The

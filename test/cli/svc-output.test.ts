@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { renderData, renderTable, terminalWidth, truncate, UNBOUNDED } from '../../cli/output.js';
 import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
-import { OPERATIONS } from '../../src/operations/index.js';
+import { OPERATIONS } from '../../src/app/operation-table.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 import { isolatedEnv, listen, svc, type SvcResult } from './svc-runner.js';
 

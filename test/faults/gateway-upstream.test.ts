@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
+import { buildGatewayApp } from '../../src/app/gateway-app.js';
 import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { freePort, startTestApp, type TestApp } from '../helpers/harness.js';
 

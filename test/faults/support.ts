@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/kit/config.js';
-import { createCore, type Core } from '../../src/core.js';
+import { createCore, type Core } from '../../src/app/core.js';
 import { raw, sql } from '../../src/store/sql.js';
 
 /*

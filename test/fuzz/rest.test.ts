@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPERATIONS } from '../../src/operations/index.js';
+import { OPERATIONS } from '../../src/app/operation-table.js';
 import type { AnyOperation } from '../../src/operations/operation.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
-import { createCore } from '../../src/core.js';
+import { createCore } from '../../src/app/core.js';
 import { createCompany, createUser, mintKeyForUser, revokeKey } from '../../src/domain/admin.js';
 import { autoDisableQuietKeys } from '../../src/migration/cutover.js';
 import { createLegacyKey, disableLegacyKey } from '../../src/legacy/legacy-keys.js';

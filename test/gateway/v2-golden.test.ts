@@ -4,15 +4,16 @@ import type { FastifyInstance } from 'fastify';
 import nock from 'nock';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createCore, type Core } from '../../src/core.js';
-import { buildGatewayApp } from '../../src/gateway/gateway-app.js';
+import { createCore, type Core } from '../../src/app/core.js';
+import { buildGatewayApp } from '../../src/app/gateway-app.js';
 import { createLegacyKey, disableLegacyKey, legacyKeyUsage, resolveLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { defaultMappingsDir, loadMappings } from '../../src/legacy/mappings.js';
 import { routeAnchor } from '../../src/migration/migration-guide.js';
 import { registerV2Routes } from '../../src/gateway/v2-routes.js';
 import { inProcessV4 } from '../../src/gateway/v4-client.js';
-import { baseApp } from '../../src/http/app.js';
+import { baseApp } from '../../src/app/http-app.js';
 import { registerRestRoutes } from '../../src/http/rest.js';
+import { OPERATIONS } from '../../src/app/operation-table.js';
 import { MAX_PAGE_SIZE } from '../../src/operations/common.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, client, startTestApp, type ApiResponse, type Backend, type TestApp, EVENTUALLY } from '../helpers/harness.js';
@@ -64,7 +65,7 @@ async function startGateway(
   if (deployment === 'together') {
     // The service's routes as buildApp registers them (docs aside), on the test's core.
     const app = baseApp(t.core);
-    registerRestRoutes(app, t.core);
+    registerRestRoutes(app, t.core, OPERATIONS);
     const v4For = inProcessV4(t.core);
     registerV2Routes(app, t.core, (requestId, asOf) => recorder.wrap(v4For(requestId, asOf)));
     await app.ready();

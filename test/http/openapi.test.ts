@@ -1,6 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPERATIONS } from '../../src/operations/index.js';
+import { OPERATIONS } from '../../src/app/operation-table.js';
 import { backends, startTestApp, type TestApp } from '../helpers/harness.js';
 
 interface OpenApiOperation {

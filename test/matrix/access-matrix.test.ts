@@ -6,7 +6,7 @@ import { createCompany, createUser, mintKeyForUser, revokeKey, setUserDisabled }
 import { setUserPassword } from '../../src/access/passwords.js';
 import { mintSuccessorKey } from '../../src/migration/cutover.js';
 import { createLegacyKey, disableLegacyKey } from '../../src/legacy/legacy-keys.js';
-import { OPERATIONS } from '../../src/operations/index.js';
+import { OPERATIONS } from '../../src/app/operation-table.js';
 import type { AnyOperation } from '../../src/operations/operation.js';
 import { isOAuthScope, OAUTH_SCOPES } from '../../src/oauth/scopes.js';
 import { sql } from '../../src/store/sql.js';

@@ -5,7 +5,7 @@ import { SVC_SERVER_STEPS_TIMEOUT_MS } from '../helpers/harness.js';
 import { runCommandSync } from '../helpers/server-process.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
-import { createCore } from '../../src/core.js';
+import { createCore } from '../../src/app/core.js';
 import { passwordMatches } from '../../src/access/passwords.js';
 import { sql } from '../../src/store/sql.js';
 import { pino } from 'pino';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Capability } from '../../src/access/capabilities.js';
-import { OPERATIONS } from '../../src/operations/index.js';
+import { OPERATIONS } from '../../src/app/operation-table.js';
 
 interface ExpectedRow {
   name: string;

@@ -8,10 +8,10 @@ import type { FastifyInstance } from 'fastify';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
-import { createCore, type Core } from '../../src/core.js';
+import { createCore, type Core } from '../../src/app/core.js';
 import { CUTOVER_STAGES } from '../../src/legacy/cutover-stage.js';
 import { createLegacyKey, listLegacyKeys } from '../../src/legacy/legacy-keys.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp } from '../../src/app/http-app.js';
 import { sql } from '../../src/store/sql.js';
 import { client, startTestApp, TEST_SECRET_KEY, type TestApp } from '../helpers/harness.js';
 

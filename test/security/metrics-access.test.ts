@@ -2,8 +2,8 @@ import { createServer } from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/kit/config.js';
-import { createCore } from '../../src/core.js';
-import { buildApp } from '../../src/http/app.js';
+import { createCore } from '../../src/app/core.js';
+import { buildApp } from '../../src/app/http-app.js';
 import { freePort, startListeningApp, TEST_SECRET_KEY, type ListeningTestApp } from '../helpers/harness.js';
 
 /*

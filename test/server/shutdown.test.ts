@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
-import { createCore } from '../../src/core.js';
+import { createCore } from '../../src/app/core.js';
 import { sql, type Sql } from '../../src/store/sql.js';
 import { freshDataDir, runCommand, ServerProcess } from '../helpers/server-process.js';
 

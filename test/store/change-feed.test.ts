@@ -2,7 +2,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { parseApiKey } from '../../src/access/api-keys.js';
-import { createCore, type Core } from '../../src/core.js';
+import { createCore, type Core } from '../../src/app/core.js';
 import { revokeKey, setUserDisabled } from '../../src/domain/admin.js';
 import { TopicCache, type ChangeTopic } from '../../src/store/change-feed.js';
 import { CHANGE_LISTENER_NAME } from '../../src/store/db.js';

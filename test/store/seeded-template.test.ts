@@ -30,7 +30,7 @@ describe('the seeded PGlite cluster of test apps', () => {
   it('is named after the source of the migrations and of everything the seed runs', () => {
     const files = seedSourceFiles().map((file) => relative(process.cwd(), file));
     expect(files).toEqual(expect.arrayContaining(['src/store/migrations.ts', 'src/domain/demo.ts', 'src/domain/admin.ts', 'src/access/api-keys.ts']));
-    expect(files).not.toContain('src/http/app.ts');
+    expect(files).not.toContain('src/app/http-app.ts');
   });
 
   it('holds the demo data kept beside it, readable by this user alone, and is read back by a later process', async () => {

@@ -3,7 +3,7 @@ import { CapabilitySchema } from '../../access/capabilities.js';
 import { notFound } from '../../kit/errors.js';
 import { CUTOVER_STAGES, DISABLED_BY, ENABLED_BY, USAGE_WINDOW_DAYS } from '../../legacy/cutover-stage.js';
 import { Id, Text, Timestamp } from '../../operations/common.js';
-import type { Core } from '../../core.js';
+import type { MigrationDeps } from '../deps.js';
 import { columnsOf, defineOperation, onDemand, type Access, type OperationContext } from '../../operations/operation.js';
 
 const migrationPlans = onDemand(() => import('../migration-plan.js'));
@@ -180,7 +180,7 @@ export const legacyKeyOperations = [
     output: z.object({ keys: z.array(LegacyKey) }),
     // What an admin reviewing a migration asks first: which key, where its cutover stands, whether it is still used.
     columns: { keys: columnsOf(LegacyKey, ['id', 'name', 'cutover.stage', 'lastUsedAt', 'scopes', 'disabledAt', 'keyHint', 'capabilities', 'createdAt']) },
-    handler: async ({ core, principal }: OperationContext<Core>) => ({ keys: await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds }) }),
+    handler: async ({ core, principal }: OperationContext<MigrationDeps>) => ({ keys: await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds }) }),
   }),
   defineOperation({
     name: 'get_legacy_key',
@@ -196,7 +196,7 @@ export const legacyKeyOperations = [
     input: z.strictObject({ id: Id.describe('Legacy key id (lk_…)') }),
     output: z.object({ key: LegacyKey, usage: z.array(Usage) }),
     columns: { usage: columnsOf(Usage, ['day', 'calls', 'endpoint', 'scope']) },
-    handler: async ({ core, principal }: OperationContext<Core>, { id }) => {
+    handler: async ({ core, principal }: OperationContext<MigrationDeps>, { id }) => {
       // Another company's key reads as absent, like every record beyond the caller's reach: a 403 would confirm it exists.
       const [key] = await (await legacyKeys()).listLegacyKeys(core, { companyIds: principal.companyIds, id });
       if (!key) throw notFound('Legacy key', id);
@@ -215,7 +215,7 @@ export const legacyKeyOperations = [
     origin: 'extension',
     input: z.strictObject({ id: Id.describe('Legacy key id (lk_…)') }),
     output: MigrationPlan,
-    handler: async ({ core, principal }: OperationContext<Core>, { id }) => (await migrationPlans()).buildMigrationPlan(core, principal.companyIds, id),
+    handler: async ({ core, principal }: OperationContext<MigrationDeps>, { id }) => (await migrationPlans()).buildMigrationPlan(core, principal.companyIds, id),
   }),
   defineOperation({
     name: 'mint_legacy_key_successor',
@@ -240,7 +240,7 @@ export const legacyKeyOperations = [
         replacedKeyId: z.string().nullable().describe('The successor it replaced, now revoked'),
       }),
     }),
-    handler: async ({ core, principal }: OperationContext<Core>, { id, capabilities, replace }) =>
+    handler: async ({ core, principal }: OperationContext<MigrationDeps>, { id, capabilities, replace }) =>
       (await cutover()).mintSuccessorKey(core, id, principal, { capabilities, replace }),
   }),
   defineOperation({
@@ -264,7 +264,7 @@ export const legacyKeyOperations = [
         return `Legacy key "${key.name}" (${key.id}) is at stage ${key.cutover.stage}${key.cutover.nextStep ? `: ${key.cutover.nextStep}` : ''}`;
       },
     },
-    handler: async ({ core, principal }: OperationContext<Core>, { id, force, reason }) => ({
+    handler: async ({ core, principal }: OperationContext<MigrationDeps>, { id, force, reason }) => ({
       key: await (await cutover()).adminDisableLegacyKey(core, id, principal, { force, reason }),
     }),
   }),
@@ -283,7 +283,7 @@ export const legacyKeyOperations = [
       reason: Text(200, 'Why, as the dashboard shows it (default: "enabled again by <your email>")').optional(),
     }),
     output: z.object({ key: LegacyKey }),
-    handler: async ({ core, principal }: OperationContext<Core>, { id, reason }) => ({
+    handler: async ({ core, principal }: OperationContext<MigrationDeps>, { id, reason }) => ({
       key: await (await cutover()).adminEnableLegacyKey(core, id, principal, reason),
     }),
   }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Caller } from '../../access/principal.js';
-import type { Core } from '../../core.js';
+import type { MigrationDeps } from '../deps.js';
 import type { ShadowReport } from '../shadow-check.js';
 import { Timestamp } from '../../operations/common.js';
 import { MIGRATION_READ } from './legacy-keys.js';
@@ -59,7 +59,7 @@ export const ShadowReportSchema = z.object({
  * The report for one caller: human admins whose credential reads company data, their companies' legacy
  * keys only. Shared with the separate gateway, where the check runs and the caller comes from GET /v4/me.
  */
-export async function shadowReportFor(core: Core, caller: Caller): Promise<ShadowReport> {
+export async function shadowReportFor(core: MigrationDeps, caller: Caller): Promise<ShadowReport> {
   requireAccess(caller, MIGRATION_READ, 'get_shadow_report');
   return (await shadowChecks()).shadowCheckOf(core).report(caller.companyIds);
 }
@@ -78,6 +78,6 @@ export const shadowReportOperations = [
     origin: 'extension',
     input: z.strictObject({}),
     output: ShadowReportSchema,
-    handler: async ({ core, principal }: OperationContext<Core>) => shadowReportFor(core, principal),
+    handler: async ({ core, principal }: OperationContext<MigrationDeps>) => shadowReportFor(core, principal),
   }),
 ];

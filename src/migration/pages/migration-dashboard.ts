@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CapabilitySchema } from '../../access/capabilities.js';
 import { signedInCaller, type Caller, type UserRow } from '../../access/principal.js';
-import type { Core } from '../../core.js';
+import type { MigrationDeps } from '../deps.js';
 import { AppError, badRequest, unauthorized, validationError } from '../../kit/errors.js';
 import { adminDisableLegacyKey, adminEnableLegacyKey, mintSuccessorKey, type Grantor } from '../cutover.js';
 import { buildMigrationReport, type MigrationReport } from '../migration-report.js';
@@ -41,7 +41,7 @@ const styleOf = (i: number) => SERIES_STYLES[i % SERIES_STYLES.length]!;
 const number = (n: number) => n.toLocaleString('en-US');
 
 /** As list_legacy_keys: human admins whose credential reads company data, over their own companies. */
-async function reportFor(core: Core, caller: Caller): Promise<MigrationReport & { shadow: ShadowReport }> {
+async function reportFor(core: MigrationDeps, caller: Caller): Promise<MigrationReport & { shadow: ShadowReport }> {
   requireAccess(caller, MIGRATION_READ, 'The migration dashboard');
   const report = await buildMigrationReport(core, { companyIds: caller.companyIds, days: REPORT_DAYS });
   return { ...report, shadow: shadowCheckOf(core).report(caller.companyIds) };
@@ -165,7 +165,7 @@ ${quiet.length === 0
 <p class="tools">Generated ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC · the same report as JSON: <a href="/app/migration.json">/app/migration.json</a> · for integration owners: <a href="/docs/migration">the migration guide</a></p>`;
 }
 
-export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContext): void {
+export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContext<MigrationDeps>): void {
   const { core, sessions } = ctx;
 
   app.get('/app/migration', async (request, reply) => {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { baseUrlOf } from '../../kit/config.js';
-import type { Core } from '../../core.js';
+import type { MigrationDeps } from '../deps.js';
 import { buildMigrationGuide, type ExampleCall, type FieldChange, type GuideEndpoint, type MigrationGuide } from '../migration-guide.js';
 import { sendPage } from '../../pages/account-pages.js';
 import { html, type Html } from '../../kit/html.js';
@@ -74,7 +74,7 @@ V4_KEY='svc_sk_… your v4 key'</code></pre></section>`;
   return html`<div class="guide">${intro}${start}${table}${guide.endpoints.map((endpoint) => endpointSection(endpoint, sunsetDay))}</div>`;
 }
 
-export function registerMigrationGuide(app: FastifyInstance, core: Core): void {
+export function registerMigrationGuide(app: FastifyInstance, core: MigrationDeps): void {
   // The maps do not change while the process runs: built once, so a faulty example fails the start.
   const guide = buildMigrationGuide(core.mappings);
   const body = migrationGuideBody(guide, baseUrlOf(core.config));

@@ -1,3 +1,4 @@
+import type { MigrationDeps } from '../deps.js';
 import type { FastifyInstance } from 'fastify';
 import { CAPABILITY_LABELS, type Capability } from '../../access/capabilities.js';
 import { signedInCaller } from '../../access/principal.js';
@@ -66,7 +67,7 @@ ${capabilities.forLookups.length > 0 ? html`<p>Also, only if it sends a value v4
 <p class="tools">Generated ${plan.generatedAt.slice(0, 16).replace('T', ' ')} UTC · <a href="/app/migration">Back to the dashboard</a> · as JSON with an admin API key: <code>GET /v4/admin/legacy-keys/${key.id}/plan</code> or <code>svc migrate plan --key ${key.id}</code></p>`;
 }
 
-export function registerMigrationPlanPage(app: FastifyInstance, ctx: PageContext): void {
+export function registerMigrationPlanPage(app: FastifyInstance, ctx: PageContext<MigrationDeps>): void {
   app.get('/app/migration/keys/:id/plan', async (request, reply) => {
     const user = await requireUser(ctx, request, reply);
     if (!user) return reply;

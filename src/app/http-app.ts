@@ -1,21 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Core } from '../core.js';
+import type { Core } from './core.js';
 import { AppError, ServiceUnavailable } from '../kit/errors.js';
-import { registerRestRoutes } from './rest.js';
+import { registerRestRoutes } from '../http/rest.js';
 import { registerDocs } from './openapi.js';
 import { registerV2Routes, sendV2Error } from '../gateway/v2-routes.js';
 import { refuseLegacyKeysOnV4 } from '../gateway/legacy-key-guard.js';
 import { registerCutover } from '../migration/cutover.js';
 import { registerOAuthRoutes } from '../oauth/routes.js';
 import { registerPages } from '../pages/index.js';
+import { registerMigrationDashboard } from '../migration/pages/migration-dashboard.js';
+import { registerMigrationGuide } from '../migration/pages/migration-guide.js';
+import { registerMigrationPlanPage } from '../migration/pages/migration-plan.js';
+import { OPERATIONS } from './operation-table.js';
 import { registerMcp } from '../mcp/endpoint.js';
-import { isDraining } from './drain.js';
-import { readiness } from './health.js';
-import { registerMetrics } from './metrics-route.js';
-import { BODY_LIMIT_BYTES, errorBody, sendError, toAppError } from './errors.js';
-import { decorateRequestLog, LazyRequestLogger, noteErrorCode, RequestLog } from './request-log.js';
+import { isDraining } from '../http/drain.js';
+import { readiness } from '../http/health.js';
+import { registerMetrics } from '../http/metrics-route.js';
+import { BODY_LIMIT_BYTES, errorBody, sendError, toAppError } from '../http/errors.js';
+import { decorateRequestLog, LazyRequestLogger, noteErrorCode, RequestLog } from '../http/request-log.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -91,11 +95,11 @@ export function baseApp(core: Core): FastifyInstance {
 /** Builds the whole HTTP service on a core; never listens (the caller decides). */
 export async function buildApp(core: Core): Promise<FastifyInstance> {
   const app = baseApp(core);
-  registerRestRoutes(app, core);
+  registerRestRoutes(app, core, OPERATIONS);
   registerV2Routes(app, core);
   await registerMcp(app, core);
   await registerOAuthRoutes(app, core);
-  await registerPages(app, core);
+  await registerPages(app, core, [registerMigrationDashboard, registerMigrationPlanPage, (scope, ctx) => registerMigrationGuide(scope, ctx.core)]);
   await registerDocs(app, core);
   registerCutover(app, core);
   return app;

@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { loadConfig, type Config } from '../kit/config.js';
+import { loadConfig, type Config } from '../../kit/config.js';
 import type { Core } from '../core.js';
 
 /* The flags every svc-server command shares, and the store opened for one command. */

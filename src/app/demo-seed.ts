@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../kit/config.js';
-import type { Core } from '../core.js';
+import type { Core } from './core.js';
 
 /* The demo data set a first start or `svc-server seed --demo` loads, and how its keys are shown. */
 

@@ -1,8 +1,8 @@
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
-import { ConfigError } from '../kit/config.js';
-import { demoKeysFile, describeKeys, seedDemoInto } from '../demo/seed.js';
-import { ensureCanListen, listenUntilSignalled } from '../http/listen.js';
+import { ConfigError } from '../../kit/config.js';
+import { demoKeysFile, describeKeys, seedDemoInto } from '../demo-seed.js';
+import { ensureCanListen, listenUntilSignalled } from '../../http/listen.js';
 import { configFrom, output, storeOptions, type StoreFlags } from './store-options.js';
 
 /** `serve` (the core with its gateway) and `gateway` (the gateway apart, in front of a core). */
@@ -17,8 +17,8 @@ export function addServeCommands(program: Command): void {
   ).action(async (flags: StoreFlags & { port?: string; host?: string; demo?: boolean }) => {
     const [{ createCore }, { buildApp }, { isEmpty }] = await Promise.all([
       import('../core.js'),
-      import('../http/app.js'),
-      import('../domain/demo.js'),
+      import('../http-app.js'),
+      import('../../domain/demo.js'),
     ]);
     const config = configFrom(flags);
     const core = await createCore(config);
@@ -54,7 +54,7 @@ export function addServeCommands(program: Command): void {
     }
     const upstream = z.url({ protocol: /^https?$/ }).safeParse(flags.upstream);
     if (!upstream.success) throw new ConfigError(`--upstream must be the core’s http(s) base URL, got ${flags.upstream}`);
-    const [{ createCore }, { buildGatewayApp }] = await Promise.all([import('../core.js'), import('../gateway/gateway-app.js')]);
+    const [{ createCore }, { buildGatewayApp }] = await Promise.all([import('../core.js'), import('../gateway-app.js')]);
     const core = await createCore(config);
     const app = await buildGatewayApp(core, upstream.data);
     const url = await listenUntilSignalled(app, core, config);

@@ -2,11 +2,11 @@ import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlOf } from '../kit/config.js';
 import { pathParams } from '../legacy/mappings.js';
-import type { Core } from '../core.js';
+import type { Core } from './core.js';
 import { buildV2OpenApiDocument } from '../gateway/v2-openapi.js';
-import { OPERATIONS } from '../operations/index.js';
+import { OPERATIONS } from './operation-table.js';
 import { fullDescription, type AnyOperation } from '../operations/operation.js';
-import { IDEMPOTENCY_TTL_HOURS } from './idempotency.js';
+import { IDEMPOTENCY_TTL_HOURS } from '../http/idempotency.js';
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
 

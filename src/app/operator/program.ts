@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { packageVersion } from '../kit/version.js';
+import { packageVersion } from '../../kit/version.js';
 import { addAccountCommands } from './account-commands.js';
 import { addLegacyKeyCommands } from './legacy-key-commands.js';
 import { addOrderCommands } from './order-commands.js';

@@ -28,7 +28,7 @@ export function addAccountCommands(program: Command): void {
       .option('--employee <id>', 'the employee record of an employee user')
       .option('--non-personal', 'a dedicated service user, not a person (recommended for integrations)'),
   ).action(async (flags: StoreFlags & { email: string; name: string; role: 'admin'; company: string[]; team?: string[]; region?: string[]; employee?: string; nonPersonal?: boolean }) => {
-    const { createUser } = await import('../domain/admin.js');
+    const { createUser } = await import('../../domain/admin.js');
     await withCore(flags, async (core) => {
       const id = await createUser(core.db, {
         email: flags.email,
@@ -49,7 +49,7 @@ export function addAccountCommands(program: Command): void {
       .description('set the password a user signs in to the application pages with; read from the first line of stdin')
       .requiredOption('--email <email>', 'the user’s email'),
   ).action(async (flags: StoreFlags & { email: string }) => {
-    const { setUserPassword } = await import('../access/passwords.js');
+    const { setUserPassword } = await import('../../access/passwords.js');
     // Never a flag: a password in argv shows in the process list and the shell history.
     const password = (await readFirstStdinLine()).replace(/\r$/, '');
     await withCore(flags, async (core) => {
@@ -61,7 +61,7 @@ export function addAccountCommands(program: Command): void {
     storeOptions(
       users.command(name).description(`${name} a user (keys bound to it ${disabled ? 'stop' : 'resume'} working at once)`).requiredOption('--email <email>', 'the user’s email'),
     ).action(async (flags: StoreFlags & { email: string }) => {
-      const { setUserDisabled } = await import('../domain/admin.js');
+      const { setUserDisabled } = await import('../../domain/admin.js');
       await withCore(flags, async (core) => {
         await setUserDisabled(core.db, flags.email, disabled);
         output(flags, { email: flags.email, disabled }, `User ${flags.email} ${name}d`);
@@ -79,9 +79,9 @@ export function addAccountCommands(program: Command): void {
       .option('--name <name>', 'a label for the key', 'API key'),
   ).action(async (flags: StoreFlags & { user: string; capabilities: string; name: string }) => {
     const [{ mintKeyForUser }, { parseCapabilityList }, { legacyKeyOfSuccessorUser, mintSuccessorKey, OPERATOR }] = await Promise.all([
-      import('../domain/admin.js'),
-      import('../access/capabilities.js'),
-      import('../migration/cutover.js'),
+      import('../../domain/admin.js'),
+      import('../../access/capabilities.js'),
+      import('../../migration/cutover.js'),
     ]);
     const capabilities = parseCapabilityList(flags.capabilities);
     await withCore(flags, async (core) => {
@@ -101,7 +101,7 @@ export function addAccountCommands(program: Command): void {
   });
   storeOptions(keys.command('revoke').description('revoke a key (takes effect on the next request)').argument('<keyId>')).action(
     async (keyId: string, flags: StoreFlags) => {
-      const { revokeKey } = await import('../domain/admin.js');
+      const { revokeKey } = await import('../../domain/admin.js');
       await withCore(flags, async (core) => {
         await revokeKey(core.db, keyId);
         output(flags, { keyId, revoked: true }, `Revoked ${keyId}`);

@@ -1,5 +1,5 @@
-import type { AnyOperation } from './operation.js';
-import { DOMAIN_OPERATIONS } from './domain-table.js';
+import type { AnyOperation } from '../operations/operation.js';
+import { DOMAIN_OPERATIONS } from '../operations/domain-table.js';
 import { legacyKeyOperations } from '../migration/operations/legacy-keys.js';
 import { shadowReportOperations } from '../migration/operations/shadow-report.js';
 

@@ -8,8 +8,8 @@ export function addOrderCommands(program: Command): void {
   type EventFlags = StoreFlags & Partial<Record<(typeof EVENT_FIELDS)[number], string>>;
   const postEvent = async (orderId: string, type: string, flags: EventFlags) => {
     const [{ OrderEventBody }, { operatorActor, recordOrderEvent }] = await Promise.all([
-      import('../operations/order-events.js'),
-      import('../domain/orders/events.js'),
+      import('../../operations/order-events.js'),
+      import('../../domain/orders/events.js'),
     ]);
     const given = EVENT_FIELDS.filter((field) => flags[field] !== undefined).map((field) => [field, flags[field]]);
     const { id, ...event } = OrderEventBody.parse({ ...Object.fromEntries(given), type, id: orderId });

@@ -1,19 +1,13 @@
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
-import { SeriesHistogram } from './kit/metric-series.js';
-import { createGatewayMetrics, type GatewayMetrics } from './gateway/metrics.js';
-import type { SunsetSchedule } from './legacy/sunset-status.js';
+import { SeriesHistogram } from '../kit/metric-series.js';
+import { createGatewayMetrics, type GatewayMetrics } from '../gateway/metrics.js';
+import type { SunsetSchedule } from '../legacy/sunset-status.js';
+import type { HttpMetrics } from '../http/deps.js';
 
 /*
  * The process's Prometheus registry, served at /metrics: Node's own metrics, the HTTP layer's, and
  * the gateway's (src/gateway/metrics.ts). The MCP endpoint registers its tool counter here too.
  */
-
-export interface HttpMetrics {
-  /** `route` is the route pattern (e.g. /v4/employees/:id), never the concrete URL; "unmatched" for 404s. */
-  recordRequest(labels: { route: string; method: string; status: number }, seconds: number): void;
-  /** A request refused by the rate limit `limit` (its rule name). */
-  recordRateLimited(limit: string): void;
-}
 
 export interface Metrics {
   registry: Registry;

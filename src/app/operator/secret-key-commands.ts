@@ -1,12 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ConfigError } from '../kit/config.js';
-import { decryptSecret, encryptSecret } from '../domain/pin-crypto.js';
-import { AppError } from '../kit/errors.js';
-import { idempotencyContext } from '../http/idempotency.js';
-import type { Db, Queryable } from '../store/db.js';
-import { and, raw, sql } from '../store/sql.js';
+import { ConfigError } from '../../kit/config.js';
+import { decryptSecret, encryptSecret } from '../../domain/pin-crypto.js';
+import { AppError } from '../../kit/errors.js';
+import { idempotencyContext } from '../../http/idempotency.js';
+import type { Db, Queryable } from '../../store/db.js';
+import { and, raw, sql } from '../../store/sql.js';
 import { configFrom, output, storeOptions, withCore, type StoreFlags } from './store-options.js';
 
 /** Every column sealed under SVC_SECRET_KEY, with the row key and the context its seal is bound to. */

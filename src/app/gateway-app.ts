@@ -1,14 +1,14 @@
 import proxy from '@fastify/http-proxy';
 import type { FastifyInstance } from 'fastify';
 import type { Capability, Role } from '../access/capabilities.js';
-import type { Core } from '../core.js';
-import { baseApp } from '../http/app.js';
+import type { Core } from './core.js';
+import { baseApp } from './http-app.js';
 import { callUpstream } from '../kit/upstream.js';
 import { shadowReportFor } from '../migration/operations/shadow-report.js';
-import { httpV4Client } from './http-v4-client.js';
-import { registerV2Routes } from './v2-routes.js';
-import { upstreamFailure } from './upstream-failure.js';
-import type { V4Client } from './v4-client.js';
+import { httpV4Client } from '../gateway/http-v4-client.js';
+import { registerV2Routes } from '../gateway/v2-routes.js';
+import { upstreamFailure } from '../gateway/upstream-failure.js';
+import type { V4Client } from '../gateway/v4-client.js';
 
 /** Everything of the core but /v2, which the gateway serves itself. */
 const PROXIED_PREFIXES = ['/v4', '/mcp', '/.well-known', '/api/oauth', '/app', '/openapi.json', '/openapi-v2.json', '/docs'];
