@@ -12,7 +12,8 @@ import { orderTrackingOperations } from './order-tracking.js';
 /**
  * The operations on company data (identity, orders, employees, teams, inventory, addresses): the
  * spec's tools and their extensions. The v2 gateway translates into these, so none of them may
- * depend on the gateway; the gateway's own administration joins them in the full table (index.ts).
+ * depend on the gateway; the migration's own operations join them in the full table
+ * (src/app/operation-table.ts).
  */
 export const DOMAIN_OPERATIONS: readonly AnyOperation[] = [
   ...identityOperations,

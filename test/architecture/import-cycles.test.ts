@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 /*
  * The import graph of src/ and cli/ must have no circles, type-only imports included: modules load
  * in one order, and a layer never reaches back up, not even to name a type (the domain names
- * DomainDeps, never the composition root's Core).
+ * DomainDeps, never the composition root's Core). The same holds between folders: the layering
+ * drawn in docs/architecture.md, where every folder imports only the folders below it.
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -80,6 +81,26 @@ function circles(graph: ReadonlyMap<string, string[]>): string[][] {
   return found;
 }
 
+/** A file's folder one level below src/ or cli/ (src/domain/orders/x.ts is in src/domain); files at their root are the root's. */
+function folderOf(file: string): string {
+  const parts = file.split('/');
+  return parts.length > 2 ? `${parts[0]}/${parts[1]}` : parts[0]!;
+}
+
+/** Folder → folders it imports from, each edge with one file import that makes it (to name in a failure). */
+function folderGraph(edges: ReadonlyMap<string, Edge[]>): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const [file, out] of edges) {
+    const from = folderOf(file);
+    const targets = graph.get(from) ?? graph.set(from, new Map()).get(from)!;
+    for (const { to } of out) {
+      const folder = folderOf(to);
+      if (folder !== from && !targets.has(folder)) targets.set(folder, `${file} → ${to}`);
+    }
+  }
+  return graph;
+}
+
 describe('import graph of src/ and cli/', () => {
   const files = [...sourceFiles('src'), ...sourceFiles('cli')];
   const known = new Set(files);
@@ -97,6 +118,23 @@ describe('import graph of src/ and cli/', () => {
 
   it('has no circle of type-only imports either', () => {
     expect(circles(graph(true))).toEqual([]);
+  });
+
+  it('has no circle between folders, type-only imports included', () => {
+    const folders = folderGraph(edges);
+    const found = circles(new Map([...folders].map(([folder, out]) => [folder, [...out.keys()]])));
+    // A failure names each import that closes the circle, so the file to move or the dependency to narrow is plain.
+    const named = found.map((members) => members.flatMap((from) => [...folders.get(from)!].filter(([to]) => members.includes(to)).map(([, via]) => via)));
+    expect(named).toEqual([]);
+  });
+
+  it('reads the folders (sub-folders belong to their folder, root files to the root)', () => {
+    const folders = folderGraph(edges);
+    expect(folders.get('src/domain')?.has('src/store')).toBe(true);
+    expect(folders.get('src/domain')?.has('src/domain')).toBe(false);
+    expect(folderOf('src/domain/orders/read.ts')).toBe('src/domain');
+    expect(folderOf('src/main.ts')).toBe('src');
+    expect(folderOf('cli/audit/plan.ts')).toBe('cli/audit');
   });
 
   it('finds a circle when there is one', () => {
