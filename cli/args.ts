@@ -150,16 +150,6 @@ export function describeInput(input: z.ZodType, pathParams: readonly string[] = 
   }));
 }
 
-/** The `:name` parameters of a path, in order. */
-export function pathParamsOf(path: string): string[] {
-  return [...path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
-}
-
-/** The path with each `:name` parameter filled in from the input, encoded. */
-export function fillPath(path: string, input: Record<string, unknown>): string {
-  return path.replace(/:([A-Za-z]+)/g, (_, name: string) => encodeURIComponent(String(input[name])));
-}
-
 /**
  * Converts one flag's text to the JSON value the API takes; the schema then judges it. A number
  * flag refuses text that is no number here, naming the flag, before the schema's terser message.

@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
 import type { AnyOperation } from '../src/operations/operation.js';
-import { fillPath, pathParamsOf } from './args.js';
+import { fillPath, pathParams } from '../src/kit/path-template.js';
 import { CliError, EXIT, usageError } from './exit-codes.js';
 import type { InputStream } from './io.js';
 import type { Session } from './session.js';
@@ -29,10 +29,10 @@ export async function confirmDestructive(session: Session, op: AnyOperation, inp
   const terminal = io.stdin?.isTTY === true ? io.stdin : undefined;
   if (!terminal) throw usageError(`${op.cli} changes or removes data: confirm it with --yes (svc asks only when stdin is a terminal)`);
   if (op.confirmWith) {
-    const { data } = await session.call({ method: 'GET', path: fillPath(op.confirmWith.path, input) });
+    const { data } = await session.call({ method: 'GET', path: fillPath(op.confirmWith.path, input).path });
     io.stderr.write(`${op.confirmWith.describe(data)}\n`);
   }
-  const [param] = pathParamsOf(op.path);
+  const [param] = pathParams(op.path);
   io.stderr.write(`${op.title}${param ? ` ${String(input[param])}` : ''}? [y/N] `);
   if (!/^y(es)?$/i.test((await firstLine(terminal)).trim())) {
     throw new CliError(EXIT.failure, `Not confirmed: ${op.cli} did nothing`, 'not_confirmed');

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { fullDescription, type AnyOperation } from '../src/operations/operation.js';
-import { buildInput, describeInput, describeIssues, fillPath, pathParamsOf, type FieldFlag } from './args.js';
+import { fillPath, pathParams } from '../src/kit/path-template.js';
+import { buildInput, describeInput, describeIssues, type FieldFlag } from './args.js';
 import { confirmDestructive } from './confirm.js';
 import { usageError } from './exit-codes.js';
 import type { Envelope } from './http.js';
@@ -65,9 +66,8 @@ async function readDocument(source: string, io: CliIo): Promise<Record<string, u
 
 /** The request of a call: path parameters filled in, the rest as query (GET) or JSON body. */
 export function requestOf(op: AnyOperation, input: Record<string, unknown>) {
-  const params = pathParamsOf(op.path);
-  const path = fillPath(op.path, input);
-  const rest = Object.fromEntries(Object.entries(input).filter(([key, value]) => !params.includes(key) && value !== undefined));
+  const { path, rest: fields } = fillPath(op.path, input);
+  const rest = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
   if (op.method === 'GET') {
     return { method: op.method, path, query: Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, String(v)])) };
   }
@@ -76,7 +76,7 @@ export function requestOf(op: AnyOperation, input: Record<string, unknown>) {
 
 /** Reads flags and --input into the operation's input, checked by its schema before any request. */
 async function inputFromCommandLine(op: AnyOperation, id: string | undefined, values: Record<string, unknown>, io: CliIo): Promise<Record<string, unknown>> {
-  const params = pathParamsOf(op.path);
+  const params = pathParams(op.path);
   const flags = describeInput(op.input, params);
   const document = typeof values.input === 'string' ? await readDocument(values.input, io) : {};
   const input = buildInput(flags, values, document, id === undefined ? {} : { [params[0]!]: id });
@@ -165,7 +165,7 @@ export function registerOperationCommands(program: Command, operations: readonly
   };
   for (const op of operations) {
     const words = op.cli.split(' ');
-    const params = pathParamsOf(op.path);
+    const params = pathParams(op.path);
     const flags = describeInput(op.input, params);
     const command = groupOf(words.slice(0, -1)).command(words[words.length - 1]!).summary(op.title).description(fullDescription(op));
     if (params[0]) command.argument(`<${params[0]}>`, `${params[0]} of the ${words[0]} record`);

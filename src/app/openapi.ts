@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlOf } from '../kit/config.js';
-import { pathParams } from '../legacy/mappings.js';
 import type { Core } from './core.js';
 import { buildV2OpenApiDocument } from '../gateway/v2-openapi.js';
 import { OPERATIONS } from './operation-table.js';
 import { fullDescription, type AnyOperation } from '../operations/operation.js';
+import { openApiPath, pathParams } from '../kit/path-template.js';
 import { IDEMPOTENCY_TTL_HOURS } from '../http/idempotency.js';
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
@@ -107,7 +107,7 @@ function operationObject(op: AnyOperation) {
 export function buildOpenApiDocument(baseUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of OPERATIONS) {
-    const path = op.path.replace(/:(\w+)/g, '{$1}');
+    const path = openApiPath(op.path);
     paths[path] = { ...paths[path], [op.method.toLowerCase()]: operationObject(op) };
   }
   const errorResponse = (description: string) => ({

@@ -2,6 +2,7 @@ import type { GatewayDeps } from './deps.js';
 import { badRequest } from '../kit/errors.js';
 import { callUpstream } from '../kit/upstream.js';
 import { domainOperationByName } from '../operations/domain-table.js';
+import { fillPath } from '../kit/path-template.js';
 import { upstreamFailure } from './upstream-failure.js';
 import type { V4Client, V4Envelope } from './v4-client.js';
 
@@ -16,17 +17,6 @@ function segmentOf(name: string, value: unknown): string {
     throw badRequest('validation_failed', `Invalid request: ${name}: must be an identifier`, [{ field: name, rule: 'invalid_type', message: 'must be an identifier' }]);
   }
   return encodeURIComponent(text);
-}
-
-/** The operation's path with its `:params` filled from the input; the rest of the input goes in the query or the body. */
-function requestOf(path: string, input: Record<string, unknown>): { path: string; rest: Record<string, unknown> } {
-  const rest = { ...input };
-  const filled = path.replace(/:([A-Za-z]+)/g, (_segment, name: string) => {
-    const value = rest[name];
-    delete rest[name];
-    return segmentOf(name, value);
-  });
-  return { path: filled, rest };
 }
 
 /** A query value as text; String() would throw on an object whose own toString is not a function. */
@@ -57,7 +47,7 @@ export function httpV4Client(core: GatewayDeps, upstreamUrl: string, requestId: 
       const op = domainOperationByName(operation);
       // The maps were checked against the operation table at start, so this is our fault, not the caller's.
       if (!op) throw new Error(`v4 operation ${operation} is not in the operation table`);
-      const { path, rest } = requestOf(op.path, input);
+      const { path, rest } = fillPath(op.path, input, segmentOf);
       const hasBody = op.method !== 'GET';
       const upstream = { kind: 'v4', name: 'The v4 core', call: `${op.method} ${op.path}`, timeoutMs };
       let status: number;

@@ -1,13 +1,12 @@
 import { domainOperationByName } from '../operations/domain-table.js';
-import { pathParams, type Mappings, type Route } from '../legacy/mappings.js';
+import { openApiPath, pathParams } from '../kit/path-template.js';
+import type { Mappings, Route } from '../legacy/mappings.js';
 import { buildMigrationGuide, type GuideEndpoint } from '../migration/migration-guide.js';
 
 /*
  * The OpenAPI 3.1 document of API v2, derived from the maps like the migration guide: every
  * operation deprecated, with its sunset and its v4 successor, so the docs show both versions.
  */
-
-const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
 
 /** The v2 input fields a GET reads from its query string: those its request transforms name. */
 function queryFields(route: Route): string[] {

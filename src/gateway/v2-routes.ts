@@ -8,6 +8,7 @@ import { noteCaller, noteErrorCode } from '../http/request-log.js';
 import { callUpstream } from '../kit/upstream.js';
 import { upstreamFailure } from './upstream-failure.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
+import { fillPath, splitPath } from '../kit/path-template.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import { deprecationSignals, OWNER_PLAN_PATH } from '../legacy/deprecation.js';
 import { buildOwnerPlan } from '../migration/owner-plan.js';
@@ -60,8 +61,7 @@ function successorTemplate(route: Route): string | undefined {
  */
 function successorPathOf(template: string | undefined): (params: Record<string, string>) => string | undefined {
   if (template === undefined || !template.includes(':')) return () => template;
-  // Odd indices hold the `:name` segments.
-  const parts = template.split(/(:[A-Za-z]+)/);
+  const parts = splitPath(template);
   return (params) => {
     let inOrder: string[] | undefined;
     let path = '';
@@ -71,8 +71,8 @@ function successorPathOf(template: string | undefined): (params: Record<string, 
         path += part;
         continue;
       }
-      const value = params[part.slice(1)];
-      path += value === undefined ? ((inOrder ??= Object.values(params).map(encodeURIComponent)).shift() ?? part) : encodeURIComponent(value);
+      const value = params[part];
+      path += value === undefined ? ((inOrder ??= Object.values(params).map(encodeURIComponent)).shift() ?? `:${part}`) : encodeURIComponent(value);
     }
     return path;
   };
@@ -181,8 +181,7 @@ function checkPathParams(params: Record<string, string>): void {
 function legacyV2Url(core: GatewayDeps, route: Route, request: FastifyRequest): string | undefined {
   const upstream = core.config.legacyV2Upstream;
   if (!upstream) return undefined;
-  const params = request.params as Record<string, string>;
-  const path = route.path.replace(/:([A-Za-z0-9_]+)/g, (_segment, name: string) => encodeURIComponent(params[name] ?? ''));
+  const { path } = fillPath(route.path, request.params as Record<string, string>);
   const queryAt = request.url.indexOf('?');
   return `${upstream.replace(/\/+$/, '')}${path}${queryAt === -1 ? '' : request.url.slice(queryAt)}`;
 }

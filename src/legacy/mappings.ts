@@ -8,6 +8,7 @@ import { ConfigError } from '../kit/config.js';
 import { CAPABILITIES, CapabilitySchema, type Capability } from '../access/capabilities.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
+import { pathParams } from '../kit/path-template.js';
 import { ruleCovers as entryMatches, ruleFor as scopeEntryFor } from './scope-rules.js';
 import { DEFAULT_QUIET_DAYS } from './cutover-stage.js';
 
@@ -346,9 +347,6 @@ function checkOperations(route: Route & { kind: 'v4' }, entry: ScopeEntry, where
   }
   return lookups;
 }
-
-/** The `:name` parameters of an Express-style path, in order. */
-export const pathParams = (path: string): string[] => [...path.matchAll(/:(\w+)/g)].map((match) => match[1]!);
 
 /** Every property name a schema declares, at any depth (list elements and union branches included). */
 function propertyNames(node: unknown, into = new Set<string>()): Set<string> {

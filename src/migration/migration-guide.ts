@@ -4,8 +4,9 @@ import { OWNER_PLAN_PATH } from '../legacy/deprecation.js';
 import { MAX_PAGE_SIZE } from '../operations/common.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
+import { fillPath, pathParams } from '../kit/path-template.js';
 import { z } from 'zod';
-import { MappingError, pathParams, ROUTES_FILE, scopeEntryFor, type Mappings, type Route, type ScopeStatus, type Transform } from '../legacy/mappings.js';
+import { MappingError, ROUTES_FILE, scopeEntryFor, type Mappings, type Route, type ScopeStatus, type Transform } from '../legacy/mappings.js';
 import { applyLocal, splitFollowUp, type Doc, type FollowUp } from '../legacy/translate.js';
 
 /*
@@ -260,12 +261,11 @@ function shellJson(body: Doc): string {
 }
 
 function exampleCall(method: Method, template: string, doc: Doc, keyVariable: 'V2_KEY' | 'V4_KEY', sets?: ExampleCall['sets']): ExampleCall {
-  const params = pathParams(template);
-  const path = template.replace(/:(\w+)/g, (_, name: string) => {
-    const variable = variableOf(doc[name]);
-    return variable === undefined ? encodeURIComponent(String(doc[name])) : `$${variable}`;
+  // A value taken from an earlier call's answer stays its shell variable.
+  const { path, rest } = fillPath(template, doc, (name, value) => {
+    const variable = variableOf(value);
+    return variable === undefined ? encodeURIComponent(String(value)) : `$${variable}`;
   });
-  const rest = Object.fromEntries(Object.entries(doc).filter(([field]) => !params.includes(field)));
   const query = method === 'GET' ? rest : {};
   const body = method === 'GET' ? undefined : rest;
   const words = ['curl -sS', ...(method === 'GET' ? (Object.keys(query).length > 0 ? ['-G'] : []) : [`-X ${method}`])];

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { buildInput, describeInput, kebabCase, pathParamsOf } from '../../cli/args.js';
+import { buildInput, describeInput, kebabCase } from '../../cli/args.js';
 import { activeAccount, checkAddress, describeTarget, parseEnvironment, readConfig, resolveCredential, resolveTarget, writeConfig, type StoredConfig } from '../../cli/config.js';
 import { CliError, EXIT } from '../../cli/exit-codes.js';
 import type { ApiRequest } from '../../cli/http.js';
@@ -12,6 +12,7 @@ import type { CliIo } from '../../cli/io.js';
 import { registerOperationCommands } from '../../cli/operations.js';
 import { Session, type GlobalOptions } from '../../cli/session.js';
 import { OPERATIONS } from '../../src/app/operation-table.js';
+import { pathParams } from '../../src/kit/path-template.js';
 
 /*
  * Argument parsing apart from behaviour, as gh tests it: argv → request, without a server. The
@@ -112,7 +113,7 @@ describe('svc argument parsing', () => {
     const list = Object.fromEntries(describeInput(op('list_orders').input).map((f) => [f.field, f]));
     expect(list.limit).toMatchObject({ kind: 'number', integer: true });
     expect(list.topLevel).toMatchObject({ kind: 'boolean', choices: [] });
-    expect(describeInput(op('get_order').input, pathParamsOf(op('get_order').path))).toEqual([]);
+    expect(describeInput(op('get_order').input, pathParams(op('get_order').path))).toEqual([]);
   });
 
   it('lists choices only for enumerations: none for free text that may also be "" or null, none for booleans', () => {
@@ -136,7 +137,7 @@ describe('svc argument parsing', () => {
       const text = help(o.cli).replace(/\s+/g, ' ');
       expect(text, o.cli).not.toContain('(one of: )');
       // Every choice is named once, in the flag's description or in "(one of: …)" after it.
-      for (const flag of describeInput(o.input, pathParamsOf(o.path)).filter((f) => f.choices.length > 0)) {
+      for (const flag of describeInput(o.input, pathParams(o.path)).filter((f) => f.choices.length > 0)) {
         const line = text.slice(text.indexOf(`--${flag.flag} `)).split(/ --/)[0]!;
         for (const choice of flag.choices) expect(line, `${o.cli} --${flag.flag}`).toContain(choice);
       }

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
+import { fillPath as fillPathTemplate } from '../../../src/kit/path-template.js';
 
 /*
  * The fuzz suites' shared frame: one seed per run (random unless FUZZ_SEED is set), bounded runs,
@@ -238,10 +239,7 @@ export function queryOf(input: Doc): string {
 
 /** Fills a Fastify-style path's `:name` segments from the input (URL-encoded), removing them from the rest. */
 export function fillPath(path: string, input: Doc): { url: string; rest: Doc } {
-  const rest = { ...input };
-  const url = path.replace(/:([A-Za-z]+)/g, (_segment, name: string) => {
-    const value = rest[name];
-    delete rest[name];
+  const { path: url, rest } = fillPathTemplate(path, input, (_name, value) => {
     const text = typeof value === 'string' ? value : JSON.stringify(value ?? 'missing');
     // An empty segment would route elsewhere; that is the router's case, not the operation's.
     return encodePart(text === '' ? ' ' : text);
