@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { errorObject } from '../src/kit/errors.js';
 import { packageVersion } from '../src/kit/version.js';
 import { CliError, DEFAULT_TIMEOUT_SECONDS, EXIT, EXIT_CODES_HELP, messageLine, type ExitCode } from './exit-codes.js';
 import { useColour, type CliIo } from './io.js';
@@ -108,7 +109,7 @@ function reportError(io: CliIo, error: CliError, format: string | undefined): vo
     const envelope =
       'envelope' in error
         ? error.envelope
-        : { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) }, meta: {} };
+        : { ok: false, error: errorObject(error), meta: {} };
     io.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
   }
   io.stderr.write(messageLine('error', `${error.message}${error.code && !['usage_error', 'error'].includes(error.code) ? ` (${error.code})` : ''}`, io));
@@ -134,7 +135,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     if (error instanceof CommanderError) {
       if (error.exitCode === 0) return EXIT.ok;
       if (formatOf(program, args) === 'json') {
-        io.stdout.write(`${JSON.stringify({ ok: false, error: { code: 'usage_error', message: error.message.replace(/^error: /, '') }, meta: {} }, null, 2)}\n`);
+        io.stdout.write(`${JSON.stringify({ ok: false, error: errorObject({ code: 'usage_error', message: error.message.replace(/^error: /, '') }), meta: {} }, null, 2)}\n`);
       }
       return EXIT.usage;
     }

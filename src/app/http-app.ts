@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Core } from './core.js';
-import { AppError, ServiceUnavailable } from '../kit/errors.js';
+import { AppError } from '../kit/errors.js';
 import { registerRestRoutes } from '../http/rest.js';
 import { registerDocs } from './openapi.js';
-import { registerV2Routes, sendV2Error } from '../gateway/v2-routes.js';
+import { answerV2Error, registerV2Routes } from '../gateway/v2-routes.js';
 import { refuseLegacyKeysOnV4 } from '../gateway/legacy-key-guard.js';
 import { registerCutover } from '../migration/cutover.js';
 import { registerOAuthRoutes } from '../oauth/routes.js';
@@ -18,7 +18,7 @@ import { registerMcp } from '../mcp/endpoint.js';
 import { isDraining } from '../http/drain.js';
 import { readiness } from '../http/health.js';
 import { registerMetrics } from '../http/metrics-route.js';
-import { BODY_LIMIT_BYTES, errorBody, sendError, toAppError } from '../http/errors.js';
+import { answerV4Error, BODY_LIMIT_BYTES, errorBody, sendError } from '../http/errors.js';
 import { decorateRequestLog, LazyRequestLogger, noteErrorCode, RequestLog } from '../http/request-log.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -36,10 +36,9 @@ export function baseApp(core: Core): FastifyInstance {
     ajv: { customOptions: { removeAdditional: false } },
     // A malformed URL or an over-long path segment fails before routing: answered in the shape of the API addressed.
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      const appError = toAppError(error);
       const { prefix } = core.mappings.sunset;
       const v2 = prefix !== '' && request.url.startsWith(`${prefix}/`);
-      void (v2 ? sendV2Error(request, reply, appError) : sendError(request, reply, appError));
+      (v2 ? answerV2Error : answerV4Error)(error, request, reply);
     },
     // On close, idle keep-alive connections go at once; busy ones finish their request first.
     forceCloseConnections: 'idle',
@@ -62,12 +61,7 @@ export function baseApp(core: Core): FastifyInstance {
     done();
   });
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const appError = toAppError(error);
-    if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
-    if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
-    void sendError(request, reply, appError);
-  });
+  app.setErrorHandler(answerV4Error);
 
   app.setNotFoundHandler((request, reply) => {
     void sendError(request, reply, new AppError(404, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`));

@@ -1,9 +1,9 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_KEY_PREFIX, hashSecret } from '../access/api-keys.js';
 import type { GatewayDeps } from './deps.js';
-import { AppError, badRequest, forbidden, ServiceUnavailable, unauthorized } from '../kit/errors.js';
+import { AppError, badRequest, errorObject, forbidden, unauthorized } from '../kit/errors.js';
 import { restInput } from '../http/rest.js';
-import { toAppError } from '../http/errors.js';
+import { errorHandler } from '../http/errors.js';
 import { noteCaller, noteErrorCode } from '../http/request-log.js';
 import { callUpstream } from '../kit/upstream.js';
 import { upstreamFailure } from './upstream-failure.js';
@@ -30,8 +30,7 @@ type V4Route = Extract<Route, { kind: 'v4' }>;
 
 /** The v2 error shape: status, code and message (and details) of the v4 error, or of the gateway's. */
 function v2ErrorBody(error: AppError) {
-  const { status, code, message, details } = error;
-  return { error: { status, code, message, ...(details === undefined ? {} : { details }) } };
+  return { error: { status: error.status, ...errorObject(error) } };
 }
 
 /** Answers `error` in the v2 shape; its code goes on the request's log line. */
@@ -211,14 +210,7 @@ async function forwardToLegacy(core: GatewayDeps, route: Route, request: Fastify
 }
 
 /** Every v2 failure in the v2 error shape. */
-function answerV2Error(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
-  const appError = toAppError(error);
-  // The documented 501 of a route without a v4 successor is an answer by design, not a fault of ours.
-  if (appError.code === 'no_v4_successor') request.log.info({ code: appError.code }, 'v2 route without a v4 successor answered 501');
-  else if (appError.status >= 500) request.log.error({ err: error }, 'v2 request failed');
-  if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
-  void sendV2Error(request, reply, appError);
-}
+export const answerV2Error = errorHandler({ send: sendV2Error, failed: 'v2 request failed' });
 
 export function registerV2Routes(app: FastifyInstance, core: GatewayDeps, v4For: V4ClientFor = inProcessV4(core)): void {
   const { sunset, scopes } = core.mappings;

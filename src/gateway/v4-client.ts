@@ -1,6 +1,6 @@
 import type { GatewayDeps } from './deps.js';
 import type { Principal } from '../access/principal.js';
-import { AppError } from '../kit/errors.js';
+import { AppError, errorObject, type ErrorObject } from '../kit/errors.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import { invokeOperation } from '../operations/operation.js';
 import { TopicCache } from '../store/change-feed.js';
@@ -8,7 +8,7 @@ import { TopicCache } from '../store/change-feed.js';
 /** The v4 envelope without its meta: what the gateway reads of a v4 answer. */
 export type V4Envelope =
   | { ok: true; data: unknown }
-  | { ok: false; error: { code: string; message: string; details?: unknown } };
+  | { ok: false; error: ErrorObject };
 
 /**
  * How the gateway reaches v4. In-process when it runs inside the service; an HTTP client for the
@@ -26,8 +26,7 @@ export interface V4Client {
 export type V4ClientFor = (requestId: string, asOf: number) => V4Client;
 
 function failure(error: AppError): { status: number; body: V4Envelope } {
-  const { status, code, message, details } = error;
-  return { status, body: { ok: false, error: { code, message, ...(details === undefined ? {} : { details }) } } };
+  return { status: error.status, body: { ok: false, error: errorObject(error) } };
 }
 
 /**

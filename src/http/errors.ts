@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../kit/errors.js';
+import { AppError, errorObject, ServiceUnavailable } from '../kit/errors.js';
 import { noteErrorCode } from './request-log.js';
 
 /*
@@ -32,8 +32,7 @@ export function toAppError(error: unknown): AppError {
 
 /** The v4 error envelope. */
 export function errorBody(requestId: string, error: AppError) {
-  const { code, message, details } = error;
-  return { ok: false as const, error: { code, message, ...(details === undefined ? {} : { details }) }, meta: { requestId } };
+  return { ok: false as const, error: errorObject(error), meta: { requestId } };
 }
 
 /** Answers `error` in the v4 envelope; its code goes on the request's log line. */
@@ -41,3 +40,31 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   noteErrorCode(request, error.code);
   return reply.status(error.status).send(errorBody(request.id, error));
 }
+
+/** How a surface answers a failure. */
+export interface ErrorAnswer {
+  /** Sends `error` in the surface's shape (the v4 envelope, v2's, a page), its code on the request's log line. */
+  send(request: FastifyRequest, reply: FastifyReply, error: AppError): unknown;
+  /** The log message of a fault of ours (a 5xx). */
+  failed: string;
+  /** The failure as an AppError: toAppError, unless the surface knows more (a page's form failing its schema). */
+  read?: (error: unknown) => AppError;
+}
+
+/**
+ * The error handler of every surface: the failure read as an AppError, a fault of ours logged with its
+ * cause, Retry-After on a 503 that names its wait, and the answer in the surface's shape.
+ */
+export function errorHandler({ send, failed, read = toAppError }: ErrorAnswer) {
+  return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void => {
+    const appError = read(error);
+    // A 501 is a documented answer (a v2 route without a v4 successor), not a fault of ours.
+    if (appError.status === 501) request.log.info({ code: appError.code }, 'answered 501: not implemented by design');
+    else if (appError.status >= 500) request.log.error({ err: error }, failed);
+    if (appError instanceof ServiceUnavailable) void reply.header('retry-after', String(appError.retryAfterSeconds));
+    void send(request, reply, appError);
+  };
+}
+
+/** The handler of every v4 route: failures in the v4 envelope. */
+export const answerV4Error = errorHandler({ send: sendError, failed: 'request failed' });

@@ -31,6 +31,20 @@ export class ServiceUnavailable extends AppError {
   }
 }
 
+export interface ErrorObject {
+  code: string;
+  message: string;
+  details?: unknown;
+}
+
+/**
+ * The error object of every answer that reports one (REST's and the gateway's envelopes, v2's shape, an
+ * MCP tool's error result, the CLI's JSON output): code and message, and details when there are any.
+ */
+export function errorObject({ code, message, details }: ErrorObject): ErrorObject {
+  return details === undefined ? { code, message } : { code, message, details };
+}
+
 export const badRequest = (code: string, message: string, details?: unknown) => new AppError(400, code, message, details);
 export const unauthorized = (code: string, message: string) => new AppError(401, code, message);
 export const forbidden = (code: string, message: string, details?: unknown) => new AppError(403, code, message, details);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/server';
 import type { Principal } from '../access/principal.js';
-import type { AppError } from '../kit/errors.js';
+import { errorObject, type AppError } from '../kit/errors.js';
 import { DOMAIN_OPERATIONS } from '../operations/domain-table.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { icon, toolIconName } from './icons.js';
@@ -127,6 +127,5 @@ export function toolAnswerJson(id: string | number, result: ToolResult, extra: R
 
 /** A failure with the code and message REST would answer, so agents and integrations see one vocabulary. */
 export function errorResult(error: AppError): ToolResult {
-  const body = { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) };
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: body }) }] };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: errorObject(error) }) }] };
 }

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { ZodError } from 'zod';
 import type { PagesDeps } from './deps.js';
 import { validationError } from '../kit/errors.js';
-import { toAppError } from '../http/errors.js';
+import { errorHandler, toAppError } from '../http/errors.js';
 import { noteErrorCode } from '../http/request-log.js';
 import { registerAccountPages, sendPage, type PageContext } from './account-pages.js';
 import { registerConnectionPages } from './connections.js';
@@ -36,14 +36,18 @@ export async function registerPages<C extends PagesDeps>(app: FastifyInstance, c
       });
     });
 
-    scope.setErrorHandler((error, request, reply) => {
-      // A form that fails its schema is the visitor's mistake, like a body the framework could not read.
-      const appError = error instanceof ZodError ? validationError(error) : toAppError(error);
-      if (appError.status >= 500) request.log.error({ err: error }, 'page failed');
-      noteErrorCode(request, appError.code);
-      const body = html`<p class="error" role="alert">${appError.message}</p><p><a href="/app">Back to the application</a></p>`;
-      return sendPage(reply, 'Something went wrong', body, undefined, undefined, appError.status);
-    });
+    scope.setErrorHandler(
+      errorHandler({
+        // A form that fails its schema is the visitor's mistake, like a body the framework could not read.
+        read: (error) => (error instanceof ZodError ? validationError(error) : toAppError(error)),
+        failed: 'page failed',
+        send: (request, reply, appError) => {
+          noteErrorCode(request, appError.code);
+          const body = html`<p class="error" role="alert">${appError.message}</p><p><a href="/app">Back to the application</a></p>`;
+          return sendPage(reply, 'Something went wrong', body, undefined, undefined, appError.status);
+        },
+      }),
+    );
 
     registerAccountPages(scope, ctx);
     registerConnectionPages(scope, ctx);

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CapabilitySchema } from '../../access/capabilities.js';
 import { signedInCaller, type Caller, type UserRow } from '../../access/principal.js';
@@ -6,7 +6,7 @@ import type { MigrationDeps } from '../deps.js';
 import { AppError, badRequest, unauthorized, validationError } from '../../kit/errors.js';
 import { adminDisableLegacyKey, adminEnableLegacyKey, mintSuccessorKey, type Grantor } from '../cutover.js';
 import { buildMigrationReport, type MigrationReport } from '../migration-report.js';
-import { sendError, toAppError } from '../../http/errors.js';
+import { errorHandler, sendError } from '../../http/errors.js';
 import { notePrincipal } from '../../http/request-log.js';
 import { DisableLegacyKeyInput, MIGRATION_READ, MIGRATION_WRITE } from '../operations/legacy-keys.js';
 import { requireAccess } from '../../operations/operation.js';
@@ -234,11 +234,7 @@ export function registerMigrationDashboard(app: FastifyInstance, ctx: PageContex
     '/app/migration.json',
     {
       // Automation reads failures in the v4 error envelope, not as a page.
-      errorHandler: (error: FastifyError | Error, request, reply) => {
-        const appError = toAppError(error);
-        if (appError.status >= 500) request.log.error({ err: error }, 'migration report failed');
-        void sendError(request, reply, appError);
-      },
+      errorHandler: errorHandler({ send: sendError, failed: 'migration report failed' }),
     },
     async (request) => {
       if (request.headers['x-api-key'] !== undefined) {
