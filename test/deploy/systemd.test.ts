@@ -6,8 +6,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ENV_NAMES } from '../../src/kit/config.js';
 import { adminQuery, backends, freePort, TEST_SECRET_KEY } from '../helpers/harness.js';
-import { runCommandSync } from '../helpers/server-process.js';
-import { deployFile, execStartOf, readEnvFile, readUnit, UnitProcess, unitValue, type Unit } from '../helpers/deployment.js';
+import { runCommandSync, type ServerProcess } from '../helpers/server-process.js';
+import { deployFile, execStartOf, readEnvFile, readUnit, startUnit, unitValue, type Unit } from '../helpers/deployment.js';
 import { redisUrl, uniquePrefix } from '../shared-state/redis-support.js';
 
 /*
@@ -70,7 +70,7 @@ describe.each(backends().filter((b) => b === 'postgres' && redisUrl()))('the uni
   const gateway = readUnit(deployFile('systemd/svc-gateway@.service'));
   // What differs on this machine from the shipped placeholders: the database, Redis and the secret key.
   let machine: Record<string, string>;
-  const started: UnitProcess[] = [];
+  const started: ServerProcess[] = [];
 
   beforeAll(async () => {
     await adminQuery(`CREATE SCHEMA ${schema}`);
@@ -88,7 +88,7 @@ describe.each(backends().filter((b) => b === 'postgres' && redisUrl()))('the uni
 
   it('refuses to start a core with the shipped placeholder secret key, naming it', async () => {
     const { SVC_SECRET_KEY: _placeholder, ...machineButKey } = machine;
-    const refused = UnitProcess.spawn(core, await freePort(), { ...readEnvFile(deployFile('systemd/core.env')), ...machineButKey });
+    const refused = startUnit(core, await freePort(), { ...readEnvFile(deployFile('systemd/core.env')), ...machineButKey });
     started.push(refused);
     expect(await refused.exited).not.toBe(0);
     expect(refused.output()).toContain('SVC_SECRET_KEY');
@@ -96,14 +96,14 @@ describe.each(backends().filter((b) => b === 'postgres' && redisUrl()))('the uni
 
   it('serves /readyz from a core and from a gateway in front of it, and stops the core with exit 0 on SIGTERM', async () => {
     const corePort = await freePort();
-    const coreProcess = UnitProcess.spawn(core, corePort, { ...readEnvFile(deployFile('systemd/core.env')), ...machine });
+    const coreProcess = startUnit(core, corePort, { ...readEnvFile(deployFile('systemd/core.env')), ...machine });
     started.push(coreProcess);
     await coreProcess.ready();
     const readiness = (await (await fetch(`${coreProcess.url}/readyz`)).json()) as { status: string; checks: Record<string, string> };
     expect(readiness).toMatchObject({ status: 'ready', checks: { database: 'up', redis: 'up' } });
 
     const { REDIS_URL: _redis, REDIS_KEY_PREFIX: _prefix, ...gatewayMachine } = machine;
-    const gatewayProcess = UnitProcess.spawn(gateway, await freePort(), { ...readEnvFile(deployFile('systemd/gateway.env')), ...gatewayMachine, V4_UPSTREAM: coreProcess.url });
+    const gatewayProcess = startUnit(gateway, await freePort(), { ...readEnvFile(deployFile('systemd/gateway.env')), ...gatewayMachine, V4_UPSTREAM: coreProcess.url });
     started.push(gatewayProcess);
     await gatewayProcess.ready();
     // Proxied to the core: the gateway reaches it.

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,14 +22,6 @@ import { runCommandSync, ServerProcess, SVC_SERVER } from '../helpers/server-pro
 // Outside the brownouts of sunset.yaml, so v2 answers.
 const NOW = new Date('2026-06-01T12:00:00Z');
 type Doc = Record<string, unknown>;
-
-async function waitUntilUp(url: string): Promise<boolean> {
-  for (let i = 0; i < 120; i++) {
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) return true;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return false;
-}
 
 describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from the core [%s]', () => {
   const schema = `t_${randomBytes(6).toString('hex')}`;
@@ -205,17 +196,15 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
 
   it('runs as svc-server gateway, and refuses to without PostgreSQL', async () => {
     const port = await freePort();
-    const gatewayProcess = spawn(process.execPath, [SVC_SERVER, 'gateway', '--upstream', upstream, '--port', String(port)], { env, stdio: 'ignore' });
-    const exited = new Promise((resolve) => gatewayProcess.once('exit', resolve));
+    const gatewayProcess = ServerProcess.launch([process.execPath, SVC_SERVER, 'gateway', '--upstream', upstream, '--port', String(port)], { url: `http://127.0.0.1:${port}`, env });
     try {
-      expect(await waitUntilUp(`http://127.0.0.1:${port}`)).toBe(true);
+      await gatewayProcess.ready({ probe: '/healthz', timeoutMs: 30_000 });
       // /v4 rather than /v2, whose answer depends on today's place in the sunset calendar.
-      const me = (key: string) => fetch(`http://127.0.0.1:${port}/v4/me`, { headers: { 'x-api-key': key } });
+      const me = (key: string) => fetch(`${gatewayProcess.url}/v4/me`, { headers: { 'x-api-key': key } });
       expect((await me(demo.apiKeys.admin!)).status).toBe(200);
       expect((await me(demo.legacyKeys.full)).status).toBe(401);
     } finally {
-      gatewayProcess.kill('SIGTERM');
-      await exited;
+      await gatewayProcess.stop();
     }
     const embedded = runCommandSync(['gateway', '--upstream', upstream], { ...env, DATABASE_URL: '' });
     expect(embedded.status).toBe(1);

@@ -1,12 +1,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { untilHealthy } from './healthz.js';
-import { StoppableProcess } from './server-process.js';
+import { ServerProcess } from './server-process.js';
 
 /*
  * The files of deploy/ as an operator installs them, run here without systemd: a unit's ExecStart
@@ -72,44 +72,15 @@ export function execStartOf(unit: Unit, instance: string): string[] {
 }
 
 /**
- * A process started as its unit would start it: ExecStart with only the environment file's variables
- * (and PATH). stop() is systemctl stop: the unit's KillSignal, SIGTERM.
+ * Instance `port` of a unit started as systemd would start it: ExecStart with only the environment
+ * file's variables (and PATH). stop() is systemctl stop: the unit's KillSignal, SIGTERM.
  */
-export class UnitProcess extends StoppableProcess {
-  private stderrText = '';
-
-  private constructor(
-    child: ChildProcess,
-    readonly url: string,
-    private readonly logFile: string,
-  ) {
-    super(child);
-    child.stderr!.on('data', (chunk: Buffer) => (this.stderrText += chunk.toString()));
-  }
-
-  /** Starts the unit's instance `port` with `env` (the environment file, overrides applied); its log goes to a file. */
-  static spawn(unit: Unit, port: number, env: Record<string, string>): UnitProcess {
-    const [command, ...args] = execStartOf(unit, String(port));
-    const logFile = join(mkdtempSync(join(tmpdir(), 'svc-unit-')), 'stdout.log');
-    const child = spawn(command!, args, {
-      cwd: (unitValue(unit, 'Service', 'WorkingDirectory') ?? INSTALL_DIR).replace(INSTALL_DIR, ROOT),
-      env: { PATH: process.env.PATH, ...env },
-      stdio: ['ignore', openSync(logFile, 'w'), 'pipe'],
-    });
-    return new UnitProcess(child, `http://${env.HOST ?? '127.0.0.1'}:${port}`, logFile);
-  }
-
-  /** Resolves once /readyz answers 200; fails with the process's output if it exits or takes over `timeoutMs`. */
-  async ready(timeoutMs = 60_000): Promise<this> {
-    if (!(await untilHealthy(this.url, this.child, { timeoutMs, probe: '/readyz' }))) throw new Error(`not ready at ${this.url}:\n${this.output()}`);
-    return this;
-  }
-
-  /** Its stderr and the end of its log, for failure messages. */
-  output(): string {
-    return `stderr:\n${this.stderrText}\nlog (end):\n${readFileSync(this.logFile, 'utf8').slice(-4000)}`;
-  }
-
+export function startUnit(unit: Unit, port: number, env: Record<string, string>): ServerProcess {
+  return ServerProcess.launch(execStartOf(unit, String(port)), {
+    url: `http://${env.HOST ?? '127.0.0.1'}:${port}`,
+    env: { PATH: process.env.PATH, ...env },
+    cwd: (unitValue(unit, 'Service', 'WorkingDirectory') ?? INSTALL_DIR).replace(INSTALL_DIR, ROOT),
+  });
 }
 
 /** The addresses an operator sets in the shipped nginx configuration (docs/deployment.md), here loopback ports. */
@@ -279,8 +250,8 @@ export interface DeploymentDemo {
 export class Deployment {
   private constructor(
     readonly nginx: Nginx,
-    readonly cores: UnitProcess[],
-    readonly gateway: UnitProcess,
+    readonly cores: ServerProcess[],
+    readonly gateway: ServerProcess,
     readonly demo: DeploymentDemo,
     private readonly coreEnv: Record<string, string>,
   ) {}
@@ -297,12 +268,12 @@ export class Deployment {
       gatewayToCores: await freePort(),
     };
     const nginx = await Nginx.start(addresses);
-    const started: UnitProcess[] = [];
+    const started: ServerProcess[] = [];
     try {
       const coreUnit = readUnit(deployFile('systemd/svc-core@.service'));
-      for (const port of addresses.cores) started.push(UnitProcess.spawn(coreUnit, port, coreEnv));
+      for (const port of addresses.cores) started.push(startUnit(coreUnit, port, coreEnv));
       const { REDIS_URL: _redis, REDIS_KEY_PREFIX: _prefix, ...gatewayMachine } = machine;
-      const gateway = UnitProcess.spawn(readUnit(deployFile('systemd/svc-gateway@.service')), addresses.gateways[0]!, {
+      const gateway = startUnit(readUnit(deployFile('systemd/svc-gateway@.service')), addresses.gateways[0]!, {
         ...readEnvFile(deployFile('systemd/gateway.env')),
         ...gatewayMachine,
         V4_UPSTREAM: `http://127.0.0.1:${addresses.gatewayToCores}`,
@@ -318,8 +289,8 @@ export class Deployment {
   }
 
   /** Starts core `index` again from its unit, on its port (after it stopped); resolves once /readyz answers 200. */
-  async startCore(index: number): Promise<UnitProcess> {
-    const core = UnitProcess.spawn(readUnit(deployFile('systemd/svc-core@.service')), this.nginx.addresses.cores[index]!, this.coreEnv);
+  async startCore(index: number): Promise<ServerProcess> {
+    const core = startUnit(readUnit(deployFile('systemd/svc-core@.service')), this.nginx.addresses.cores[index]!, this.coreEnv);
     this.cores[index] = core;
     return core.ready();
   }

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +9,8 @@ import { freePort } from './ports.js';
 /*
  * `svc-server` as an operator runs it: the build (dist/, which global-setup makes), each command a
  * process of its own. `serve` runs with --json: its summary line, then its pino log lines on stdout,
- * collected so that a test can wait for what it says.
+ * collected so that a test can wait for what it says. A server started from another command line
+ * (a systemd unit's ExecStart, `svc-server gateway`) is the same ServerProcess, its stdout in a file.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -64,28 +65,9 @@ export function runCommand(args: string[], env: NodeJS.ProcessEnv = {}): Promise
 }
 
 /** A server running as a child process, stopped as a supervisor stops it, or killed. */
-export class StoppableProcess {
+export class ServerProcess {
   readonly exited: Promise<number | null>;
-
-  constructor(readonly child: ChildProcess) {
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-  }
-
-  /** SIGTERM, and the exit code once the graceful shutdown is done. */
-  stop(): Promise<number | null> {
-    this.child.kill('SIGTERM');
-    return this.exited;
-  }
-
-  /** SIGKILL, as an OOM killer or a power cut would: no drain, no flush. Also the cleanup after a failed test. */
-  async kill9(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
-    await this.exited;
-  }
-}
-
-/** A running `serve`. */
-export class ServerProcess extends StoppableProcess {
+  /** The pino lines of `serve --json` (start); empty for a launched command, whose stdout goes to a file. */
   readonly logs: LogLine[] = [];
   /** The `--json` summary line, once the server listens. */
   private listening: ServeSummary | undefined;
@@ -130,10 +112,58 @@ export class ServerProcess extends StoppableProcess {
     return server;
   }
 
-  private constructor(child: ChildProcess) {
-    super(child);
+  /**
+   * A command line run as given, with exactly `env` (nothing inherited): a unit's ExecStart with its
+   * environment file, or `svc-server gateway`. It answers at `url`; its stdout goes to a file, read by output().
+   */
+  static launch(command: string[], { url, env, cwd = ROOT }: { url: string; env: NodeJS.ProcessEnv; cwd?: string }): ServerProcess {
+    const logFile = join(mkdtempSync(join(tmpdir(), 'svc-process-')), 'stdout.log');
+    const stdout = openSync(logFile, 'w');
+    const [file, ...args] = command;
+    try {
+      return new ServerProcess(spawn(file!, args, { cwd, env, stdio: ['ignore', stdout, 'pipe'] }), url, logFile);
+    } finally {
+      closeSync(stdout);
+    }
+  }
+
+  private constructor(
+    readonly child: ChildProcess,
+    private readonly address?: string,
+    private readonly logFile?: string,
+  ) {
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     child.stdout?.on('data', (chunk: Buffer) => this.onStdout(chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (this.stderrText += chunk.toString()));
+  }
+
+  /** SIGTERM, and the exit code once the graceful shutdown is done. */
+  stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
+  /** SIGKILL, as an OOM killer or a power cut would: no drain, no flush. Also the cleanup after a failed test. */
+  async kill9(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** Where it answers: the launched command's address, or what `serve` said. */
+  get url(): string {
+    return this.address ?? this.summary.url;
+  }
+
+  /** Resolves once `probe` answers 200; fails with the process's output if it exits or takes over `timeoutMs`. */
+  async ready({ probe = '/readyz', timeoutMs = 60_000 }: { probe?: string; timeoutMs?: number } = {}): Promise<this> {
+    if (!(await untilHealthy(this.url, this.child, { timeoutMs, probe }))) throw new Error(`not ready at ${this.url}${probe}:\n${this.output()}`);
+    return this;
+  }
+
+  /** Its stderr and the end of its log, for failure messages. */
+  output(): string {
+    const log = this.logFile ? readFileSync(this.logFile, 'utf8') : this.logs.map((line) => JSON.stringify(line)).join('\n');
+    return `stderr:\n${this.stderrText}\nlog (end):\n${log.slice(-4000)}`;
   }
 
   private onStdout(text: string): void {
