@@ -9,7 +9,8 @@ import type { NamedStatement } from './statement-names.js';
  * single-employee read about a fifth of its instructions, more than that explains: the `instructions`
  * benchmark, bench/RESULTS.md). A named statement's rows are described alike on every run, so its last layout is
  * reused while PostgreSQL describes the columns the same way (names, types and formats); a column
- * changed by a migration gets a layout built anew.
+ * changed by a migration gets a layout built anew. It sets node-postgres's private fields, so package.json
+ * pins pg exactly and test/store/row-layouts.test.ts fails on another release (docs/decisions/0001-pg-row-layouts.md).
  */
 
 /** The parts of node-postgres's Result that addFields sets and parseRow reads (not in its typings). */
