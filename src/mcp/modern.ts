@@ -28,18 +28,8 @@ import type { McpMetrics } from './metrics.js';
 import { isJsonObject } from '../kit/json-object.js';
 import { PROTOCOL_VERSIONS } from './server.js';
 import { principalBinding } from './sessions.js';
-import {
-  approvalRequest,
-  asksApproval,
-  declinedResult,
-  directToolCall,
-  refusalOf,
-  runTool,
-  serverIdentity,
-  type ElicitationCapability,
-  type McpCallContext,
-} from './tool-calls.js';
-import { errorResult, listTools, resultFields, toolAnswerJson, toolOperation, type ToolResult } from './tools.js';
+import { answerToolCall, approvalRequest, callTool, declinedResult, refusalOf, serverIdentity, type ElicitationCapability, type McpCallContext } from './tool-calls.js';
+import { errorResult, listTools, resultFields, toolOperation, type ToolResult } from './tools.js';
 
 /*
  * The 2026-07-28 revision on SDK v2: no initialize and no session; every request carries its
@@ -241,17 +231,15 @@ export function createModernLeg(core: McpDeps, metrics: McpMetrics): ModernLeg {
       jsonSchemaValidator: SHARED_VALIDATOR,
     });
     server.setRequestHandler('tools/list', () => ({ tools: listTools(ctx.principal, publicBaseUrl(core)) }));
-    server.setRequestHandler('tools/call', async (request, callCtx): Promise<ToolResult | InputRequiredResult> => {
+    server.setRequestHandler('tools/call', (request, callCtx): Promise<ToolResult | InputRequiredResult> => {
       const op = toolOperation(request.params.name);
       if (!op) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
-      const input: unknown = request.params.arguments ?? {};
-      // A retry carrying an approval's state is one whatever capabilities it declares now: its nonce is used up.
-      const retry = callCtx.mcpReq.requestState<ApprovalState>() !== undefined;
-      if (retry || asksApproval(ctx, op, input, server.getClientCapabilities())) {
-        const pending = await approve(ctx, op, input, callCtx);
-        if (pending !== undefined) return pending;
-      }
-      return runTool(ctx, op, input);
+      return callTool(ctx, op, request.params.arguments, {
+        capabilities: server.getClientCapabilities(),
+        // A retry carrying an approval's state is one whatever capabilities it declares now: its nonce is used up.
+        answering: callCtx.mcpReq.requestState<ApprovalState>() !== undefined,
+        ask: (asked, input) => approve(ctx, asked, input, callCtx),
+      });
     });
     return server;
   }
@@ -285,30 +273,23 @@ export function createModernLeg(core: McpDeps, metrics: McpMetrics): ModernLeg {
     return refusal === undefined ? undefined : declinedResult(ctx, op, refusal);
   }
 
-  const handler = createMcpHandler(({ authInfo }) => createServer(callContextOf(authInfo)), {
+  const handler = createMcpHandler(({ authInfo }) => createServer(callContextOf(requestInfoOf(authInfo))), {
     legacy: 'reject',
     onerror: (error) => core.logger.debug({ err: error }, 'MCP 2026-07-28 request refused'),
   });
 
-  function callContextOf(authInfo: AuthInfo | undefined): McpCallContext {
-    const { principal, requestId, log } = requestInfoOf(authInfo);
+  function callContextOf({ principal, requestId, log }: ModernRequestInfo): McpCallContext {
     return { core, principal, requestId, metrics, log };
   }
 
   /**
-   * The SDK's answer to a plain tool call (see plainToolCall) it would run without asking (see
-   * directToolCall), as JSON text, given without building a server, with the result fields the SDK
-   * stamps. Undefined sends the request to the SDK, which answers or refuses it.
+   * The answer to a plain tool call (see plainToolCall) that needs no SDK server (see answerToolCall),
+   * stamped as SDK v2 stamps a result; undefined sends it to the SDK, which answers or refuses it.
    */
-  async function answerWithoutSdkServer(request: FastifyRequest, principal: Principal): Promise<string | undefined> {
-    const body = request.body as { id: string | number; params: { name: string; arguments?: unknown; _meta: Record<string, unknown> } };
-    const { params } = body;
-    const ctx: McpCallContext = { core, principal, requestId: request.id, metrics, log: request.log };
+  function answerWithoutSdkServer(request: FastifyRequest, principal: Principal): Promise<string | undefined> {
+    const { id, params } = request.body as { id: string | number; params: { name: string; arguments?: unknown; _meta: Record<string, unknown> } };
     const capabilities = params._meta[CLIENT_CAPABILITIES_META_KEY] as ElicitationCapability | undefined;
-    const call = directToolCall(ctx, params.name, params.arguments, capabilities);
-    if (!call) return undefined;
-    const result = await runTool(ctx, call.op, call.input);
-    return toolAnswerJson(body.id, result, completed);
+    return answerToolCall(callContextOf({ principal, requestId: request.id, log: request.log }), id, params, capabilities, completed);
   }
 
   return {

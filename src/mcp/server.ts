@@ -15,8 +15,8 @@ import {
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
-import { approvalRequest, asksApproval, declinedResult, directToolCall, refusalOf, runTool, serverIdentity, type McpCallContext } from './tool-calls.js';
-import { listTools, toolAnswerJson, toolOperation, type ToolResult } from './tools.js';
+import { answerToolCall, approvalRequest, callTool, declinedResult, refusalOf, serverIdentity, type McpCallContext } from './tool-calls.js';
+import { listTools, toolOperation, type ToolResult } from './tools.js';
 
 /*
  * The server of the session revisions (2025-11-25 back to 2024-11-05) on SDK v1: sessions opened by
@@ -67,29 +67,29 @@ const APPROVAL_TIMEOUT_MS = 5 * 60 * 1000;
 
 type SendRequest = RequestHandlerExtra<ServerRequest, ServerNotification>['sendRequest'];
 
-/** Undefined when the user approved; otherwise why not (declined, cancelled, unchecked, no answer). */
-async function askApproval(op: AnyOperation, input: unknown, sendRequest: SendRequest): Promise<string | undefined> {
+/** Undefined when the user approved; otherwise the result saying why nothing ran (declined, cancelled, unchecked, no answer). */
+async function askApproval(ctx: McpCallContext, op: AnyOperation, input: unknown, sendRequest: SendRequest): Promise<ToolResult | undefined> {
+  let refusal: string | undefined;
   try {
     const answer = await sendRequest({ method: 'elicitation/create', params: approvalRequest(op, input) }, ElicitResultSchema, {
       timeout: APPROVAL_TIMEOUT_MS,
     });
-    return refusalOf(answer);
+    refusal = refusalOf(answer);
   } catch {
     // A timeout, a client error or an ended session: without a yes, nothing runs.
-    return 'no answer';
+    refusal = 'no answer';
   }
+  return refusal === undefined ? undefined : declinedResult(ctx, op, refusal);
 }
 
 /**
- * The SDK server's answer to a tool call it would run without asking (see directToolCall), as JSON
- * text, given without building one; undefined for any other request, which the SDK server then answers.
+ * The answer to a session tools/call that needs no SDK server (see answerToolCall), as JSON text;
+ * undefined for any other request, and for a call SDK v1 would not take as a CallToolRequest.
  */
 export async function answerWithoutSdkServer(ctx: McpCallContext, request: JSONRPCRequest, clientCapabilities: ClientCapabilities): Promise<string | undefined> {
   if (request.method !== 'tools/call') return undefined;
   const parsed = CallToolRequestSchema.safeParse(request);
-  const call = parsed.success ? directToolCall(ctx, parsed.data.params.name, parsed.data.params.arguments, clientCapabilities) : undefined;
-  if (!call) return undefined;
-  return toolAnswerJson(request.id, await runTool(ctx, call.op, call.input));
+  return parsed.success ? answerToolCall(ctx, request.id, parsed.data.params, clientCapabilities) : undefined;
 }
 
 /** One server per HTTP request, for one principal and the capabilities its session declared at initialize. */
@@ -106,15 +106,13 @@ export function createMcpServer(ctx: McpCallContext, clientCapabilities: ClientC
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(ctx.principal, publicBaseUrl(ctx.core)) }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<ToolResult> => {
+  server.setRequestHandler(CallToolRequestSchema, (request, extra): Promise<ToolResult> => {
     const op = toolOperation(request.params.name);
     if (!op) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
-    const input: unknown = request.params.arguments ?? {};
-    if (asksApproval(ctx, op, input, clientCapabilities)) {
-      const refusal = await askApproval(op, input, extra.sendRequest);
-      if (refusal !== undefined) return declinedResult(ctx, op, refusal);
-    }
-    return runTool(ctx, op, input);
+    return callTool(ctx, op, request.params.arguments, {
+      capabilities: clientCapabilities,
+      ask: (asked, input) => askApproval(ctx, asked, input, extra.sendRequest),
+    });
   });
 
   return server;

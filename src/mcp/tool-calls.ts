@@ -8,12 +8,12 @@ import { publicBaseUrl } from './discovery.js';
 import { icon } from './icons.js';
 import { outcomeOfStatus, type McpMetrics } from './metrics.js';
 import { toAppError } from '../http/errors.js';
-import { canCall, errorResult, successResult, toolOperation, type ToolResult } from './tools.js';
+import { canCall, errorResult, successResult, toolAnswerJson, toolOperation, type ResultFields, type ToolResult } from './tools.js';
 
 /*
- * What every protocol era's server shares: who it is, what it tells the model, and how one tool
- * call runs (the operation table through invokeOperation, the same checks as REST) and when a
- * write asks the user first. The eras differ only in how they ask (server.ts, modern.ts).
+ * What every protocol era shares: who the server is, what it tells the model, and the one way a tool
+ * call runs (callTool), whichever revision and path brings it. The eras differ only in how they
+ * decode the call, write its answer and ask the user (server.ts, modern.ts).
  */
 
 const SERVER_INFO = { name: 'device-lifecycle-service', title: 'Device Lifecycle Service', version: packageVersion() };
@@ -52,27 +52,65 @@ export function canElicit(capabilities: ElicitationCapability | undefined): bool
 }
 
 /**
- * A write asks for approval when the client can show a form, and only when it would run: a
- * denied or invalid call fails the same way without a prompt.
+ * How a revision asks the user to approve a write: SDK v1 by an elicitation/create on the request's
+ * stream (server.ts), SDK v2 by an input-required result answered in a retry (modern.ts).
  */
-export function asksApproval(ctx: McpCallContext, op: AnyOperation, input: unknown, capabilities: ElicitationCapability | undefined): boolean {
-  return !op.readOnly && canElicit(capabilities) && canCall(ctx.principal, op) && op.input.safeParse(input).success;
+export interface Approval<Asked> {
+  /** What the client declared: only a client that can show a form is asked. */
+  capabilities: ElicitationCapability | undefined;
+  /** A retry answering an earlier question: checked whatever the client declares now. */
+  answering?: boolean;
+  /** Undefined when the user approved this very call; otherwise what to answer instead (nothing ran). */
+  ask(op: AnyOperation, input: unknown): Promise<Asked | undefined>;
 }
 
 /**
- * A tool call the endpoint answers without building an SDK server: a known tool, and nothing to ask
- * the user. Undefined sends the call to the SDK (unknown tools, approvals). Building a server per
- * request cost more than the call itself; each era's direct answer is tested equal to its SDK's.
+ * A tool call, whatever the revision and whichever path brought it: a write asks for approval when
+ * the client can show a form and the call would run (a denied or invalid call fails the same way
+ * without a prompt); the operation then runs through the operation table, with the input validation
+ * and capability check REST has; a failure becomes the error result REST would answer, and a 5xx is
+ * logged. The protocol edges only decode the request and write this result.
  */
-export function directToolCall(
-  ctx: McpCallContext,
-  name: string,
-  args: unknown,
-  capabilities: ElicitationCapability | undefined,
-): { op: AnyOperation; input: unknown } | undefined {
-  const op = toolOperation(name);
+export async function callTool<Asked = never>(ctx: McpCallContext, op: AnyOperation, args: unknown, approval: Approval<Asked>): Promise<ToolResult | Asked> {
   const input = args ?? {};
-  return op && !asksApproval(ctx, op, input, capabilities) ? { op, input } : undefined;
+  const asks = !op.readOnly && canElicit(approval.capabilities) && canCall(ctx.principal, op) && op.input.safeParse(input).success;
+  if (approval.answering === true || asks) {
+    const asked = await approval.ask(op, input);
+    if (asked !== undefined) return asked;
+  }
+  try {
+    const data = await invokeOperation(op, { core: ctx.core, principal: ctx.principal, requestId: ctx.requestId }, input);
+    ctx.metrics.recordToolCall(op.name, 'ok');
+    return successResult(data);
+  } catch (error) {
+    const appError = toAppError(error);
+    if (appError.status >= 500) ctx.log.error({ err: error, tool: op.name }, 'MCP tool call failed');
+    ctx.metrics.recordToolCall(op.name, outcomeOfStatus(appError.status));
+    return errorResult(appError);
+  }
+}
+
+/** What callTool answers on the direct path for a call that would ask: handed to the SDK, which can ask. */
+const ASKED_THROUGH_SDK = Symbol('asked through the SDK');
+const askThroughSdk = async (): Promise<typeof ASKED_THROUGH_SDK> => ASKED_THROUGH_SDK;
+
+/**
+ * The JSON-RPC answer to a call of a known tool that asks nothing, as JSON text, written without an
+ * SDK server (one built per request cost more than the call itself: docs/mcp.md, Benchmark), with
+ * the result fields the revision's SDK stamps. Undefined hands the call to the SDK before anything
+ * ran: an unknown tool, whose refusal is the SDK's, or a write to approve.
+ */
+export async function answerToolCall(
+  ctx: McpCallContext,
+  id: string | number,
+  call: { name: string; arguments?: unknown },
+  capabilities: ElicitationCapability | undefined,
+  stamped?: ResultFields,
+): Promise<string | undefined> {
+  const op = toolOperation(call.name);
+  if (!op) return undefined;
+  const result = await callTool(ctx, op, call.arguments, { capabilities, ask: askThroughSdk });
+  return result === ASKED_THROUGH_SDK ? undefined : toolAnswerJson(id, result, stamped);
 }
 
 /** Secrets in the input (a device PIN) are masked in the prompt: the user approves the action, not the value. */
@@ -102,18 +140,4 @@ export function refusalOf(answer: { action: string; content?: Record<string, unk
 export function declinedResult(ctx: McpCallContext, op: AnyOperation, refusal: string): ToolResult {
   ctx.metrics.recordToolCall(op.name, 'declined');
   return errorResult(new AppError(409, 'approval_declined', `The user did not approve ${op.name} (${refusal}); nothing was done`));
-}
-
-/** Runs the operation; a failure becomes the error result REST would answer, and a 5xx is logged. */
-export async function runTool(ctx: McpCallContext, op: AnyOperation, input: unknown): Promise<ToolResult> {
-  try {
-    const data = await invokeOperation(op, { core: ctx.core, principal: ctx.principal, requestId: ctx.requestId }, input);
-    ctx.metrics.recordToolCall(op.name, 'ok');
-    return successResult(data);
-  } catch (error) {
-    const appError = toAppError(error);
-    if (appError.status >= 500) ctx.log.error({ err: error, tool: op.name }, 'MCP tool call failed');
-    ctx.metrics.recordToolCall(op.name, outcomeOfStatus(appError.status));
-    return errorResult(appError);
-  }
 }
