@@ -3,7 +3,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type autocannon from 'autocannon';
-import { MCP_BATCH_MAX_MESSAGES, MCP_BODY_LIMIT_BYTES, MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/endpoint.js';
+import { MCP_BATCH_MAX_MESSAGES, MCP_BODY_LIMIT_BYTES, MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/limits.js';
 import { autocannonRun, benchEachBackend, openMcpSession, startBenchServer, type Backend, type LoadTarget, type Row } from './lib.js';
 
 /*

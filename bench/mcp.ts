@@ -1,5 +1,5 @@
 import { capacityRatio, expectMcpEmployee, measureRounds, modernToolCall, pairedRatio, openMcpSession, startBenchServer, benchEachBackend, ROUNDS_NOTE, PAIRED_RATIO_NOTE, CAPACITY_RATIO_NOTE, type Backend, type LoadTarget } from './lib.js';
-import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/endpoint.js';
+import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/limits.js';
 
 /*
  * The cost of the MCP layer, per protocol revision: tools/call get_employee in an open 2025-11-25

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { danaOf } from '../test/faults/support.js';
 import type { ServerProcess } from '../test/helpers/server-process.js';
-import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/endpoint.js';
+import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/limits.js';
 import {
   benchEachBackend,
   capacityRatio,

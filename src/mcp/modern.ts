@@ -37,7 +37,7 @@ import { errorResult, listTools, resultFields, toolOperation, type ToolResult } 
  * server/discover, and a write asks for approval by returning an input-required result that the
  * client answers in a retry of the same call (multi round-trip requests, MRTR). The SDK answers
  * the envelope, discover, version and header errors; authentication, Origin and scope checks
- * stay ours and run before it (endpoint.ts).
+ * stay ours and run before it (admission.ts).
  */
 
 export const MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;

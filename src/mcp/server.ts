@@ -31,7 +31,7 @@ type SessionVersion = (typeof PROTOCOL_VERSIONS)[number];
 /**
  * What a revision's messages may carry, where the revisions differ for this server. JSON-RPC batches
  * (several messages in one POST) came with 2025-03-26 and went with 2025-06-18; they are served under
- * the batch limits of the endpoint (src/mcp/endpoint.ts). Elicitation, which approvals ask through,
+ * the endpoint's batch limits (src/mcp/limits.ts, session-leg.ts). Elicitation, which approvals ask through,
  * came with 2025-06-18: a client of an older revision cannot answer it, whatever it declares.
  */
 const REVISIONS: Record<SessionVersion, { batches: boolean; elicitation: boolean }> = {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { MCP_HEADERS } from '../mcp/support/mcp.js';
-import { MCP_BODY_LIMIT_BYTES } from '../../src/mcp/endpoint.js';
+import { MCP_BODY_LIMIT_BYTES } from '../../src/mcp/limits.js';
 import { expectV2Answer, expectV4Answer } from './support/fuzz.js';
 
 /*

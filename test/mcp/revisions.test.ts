@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { MCP_BATCH_MAX_MESSAGES, MCP_BODY_LIMIT_BYTES, MCP_IN_FLIGHT_PER_CREDENTIAL } from '../../src/mcp/endpoint.js';
+import { MCP_BATCH_MAX_MESSAGES, MCP_BODY_LIMIT_BYTES, MCP_IN_FLIGHT_PER_CREDENTIAL } from '../../src/mcp/limits.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { initializeBody, jsonOf, MCP_HEADERS, rawPost } from './support/mcp.js';

@@ -1,7 +1,7 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { MCP_BODY_LIMIT_BYTES, MCP_IN_FLIGHT_PER_CREDENTIAL } from '../../src/mcp/endpoint.js';
+import { MCP_BODY_LIMIT_BYTES, MCP_IN_FLIGHT_PER_CREDENTIAL } from '../../src/mcp/limits.js';
 import { backends, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { connect, data, initializeBody, jsonOf, rawPost } from '../mcp/support/mcp.js';
 
