@@ -120,9 +120,17 @@ function resolveSecretKey(config: Config): Buffer {
 }
 
 export async function createCore(config: Config, options: CoreOptions = {}): Promise<Core> {
-  const mappings = options.mappings ?? loadMappingsToServe();
+  // The store opens first: its connections (PGlite: its compilation, off the main thread) proceed while the maps load.
+  const opening = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema, pgliteCluster: options.pgliteCluster });
+  let mappings: Mappings;
+  try {
+    mappings = options.mappings ?? loadMappingsToServe();
+  } catch (error) {
+    await opening.then((db) => db.close()).catch(() => undefined);
+    throw error;
+  }
   const { logger, output: logOutput } = coreLogger(config, options.logger);
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema, pgliteCluster: options.pgliteCluster });
+  const db = await opening;
   let changes: ChangeFeed | undefined;
   try {
     changes = await openChangeFeed(db, logger);

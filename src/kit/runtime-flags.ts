@@ -1,3 +1,4 @@
+import module from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 
 /*
@@ -11,3 +12,10 @@ import { setFlagsFromString } from 'node:v8';
 export const PRETENURING_FLAG = '--allocation-site-pretenuring';
 
 if (!process.execArgv.includes(PRETENURING_FLAG)) setFlagsFromString('--no-allocation-site-pretenuring');
+
+/*
+ * Node 22.1 and later keep V8's compiled code of every module loaded after this on disk (in
+ * NODE_COMPILE_CACHE, else the temporary directory), so a restart skips compiling what did not change:
+ * compiling is most of a start's CPU (bench/results/server-start.md). Node 20 has no such cache.
+ */
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();

@@ -28,21 +28,31 @@ function grantTypeOf(ctx: unknown): string {
   return typeof value === 'string' && GRANT_TYPES.has(value) ? value : 'other';
 }
 
-/** Counts the provider's outcomes on `registry`: svc_oauth_grants_total and svc_oauth_token_requests_total. */
-export function observeOAuth(provider: Provider, registry: Registry): void {
-  const grants = counter(
-    registry,
-    'svc_oauth_grants_total',
-    'Authorization requests answered: code issued, denied by the user at consent, or refused for another error',
-    ['outcome'],
-  );
-  const tokenRequests = counter(
-    registry,
-    'svc_oauth_token_requests_total',
-    'Token endpoint requests by grant type (authorization_code, refresh_token, other) and outcome (ok, error)',
-    ['grant_type', 'outcome'],
-  );
+export interface OAuthCounters {
+  grants: Counter;
+  tokenRequests: Counter;
+}
 
+/** svc_oauth_grants_total and svc_oauth_token_requests_total on `registry`: scraped from the start, before the provider loads. */
+export function oauthCounters(registry: Registry): OAuthCounters {
+  return {
+    grants: counter(
+      registry,
+      'svc_oauth_grants_total',
+      'Authorization requests answered: code issued, denied by the user at consent, or refused for another error',
+      ['outcome'],
+    ),
+    tokenRequests: counter(
+      registry,
+      'svc_oauth_token_requests_total',
+      'Token endpoint requests by grant type (authorization_code, refresh_token, other) and outcome (ok, error)',
+      ['grant_type', 'outcome'],
+    ),
+  };
+}
+
+/** Counts the provider's outcomes on `counters`. */
+export function observeOAuth(provider: Provider, { grants, tokenRequests }: OAuthCounters): void {
   provider.on('authorization.success', () => grants.inc({ outcome: 'issued' }));
   provider.on('authorization.error', (_ctx, error) => {
     grants.inc({ outcome: (error as EventError).error === 'access_denied' ? 'denied' : 'error' });

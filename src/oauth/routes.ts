@@ -6,7 +6,7 @@ import type { HttpDeps } from '../http/deps.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { noteErrorCode } from '../http/request-log.js';
 import { REGISTRATION_LIMITS } from './client-policy.js';
-import { observeOAuth } from './metrics.js';
+import { oauthCounters, observeOAuth } from './metrics.js';
 import { OAUTH_PATHS, providerRefusalCode, type OAuthAddress, type OAuthServer, type RefusalContext } from './provider.js';
 import { adjustAuthorizationParams } from './request-params.js';
 import { OAUTH_SCOPES } from './scopes.js';
@@ -156,21 +156,27 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: OAuthDeps)
   app.get('/.well-known/oauth-authorization-server', async (request, reply) =>
     reply.header('cache-control', 'public, max-age=300').send(authorizationServerMetadata(addressOf(request))),
   );
-  // Each address's provider as a request handler, observed once; the configured one is loaded now.
+  // Each address's provider as a request handler, observed once; one that failed to load is tried again.
   const handlers = new Map<string, Promise<ReturnType<Provider['callback']>>>();
+  const counters = oauthCounters(core.metrics.registry);
   const handlerFor = (address: OAuthAddress) => {
     let handler = handlers.get(address.issuer);
     if (!handler) {
       handler = address.provider().then((provider) => {
-        observeOAuth(provider, core.metrics.registry);
+        observeOAuth(provider, counters);
         noteProviderRefusals(provider);
         return provider.callback();
       });
       handlers.set(address.issuer, handler);
+      handler.catch(() => handlers.delete(address.issuer));
     }
     return handler;
   };
-  await handlerFor(oauth);
+  // The configured provider loads once the port is open: oidc-provider is the largest module tree, and
+  // the instance is ready sooner without it; a request that comes first waits for it.
+  app.addHook('onListen', () => {
+    handlerFor(oauth).catch((error: unknown) => core.logger.error({ err: error }, 'the OAuth provider failed to load; the next OAuth request tries again'));
+  });
   /** Lets the provider write the answer itself. */
   const handle = async (request: FastifyRequest, reply: FastifyReply) => {
     const callback = await handlerFor(addressOf(request));

@@ -50,6 +50,12 @@ describe.each(UNITS)('$unit with $env', ({ unit: unitPath, env: envPath, require
     expect(execStartOf(unit, '3001').slice(1)).toEqual([expect.stringMatching(new RegExp(`/${package_.bin['svc-server']!.replaceAll('.', '\\.')}$`)), expect.any(String), '--port', '3001']);
   });
 
+  it('keeps Node’s compile cache in its own cache directory, across restarts', () => {
+    const cacheDirectory = unitValue(unit, 'Service', 'CacheDirectory');
+    expect(cacheDirectory).toMatch(/%i$/);
+    expect(unit.get('Service')?.get('Environment')).toContain(`NODE_COMPILE_CACHE=%C/${cacheDirectory}`);
+  });
+
   describe.skipIf(!inject('systemdAnalyze'))('under systemd-analyze', () => {
     it('verifies without a warning', async () => {
       const { stdout, stderr } = await run('systemd-analyze', ['verify', deployFile(unitPath)]);

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import module from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { PRETENURING_FLAG } from '../../src/kit/runtime-flags.js';
@@ -28,6 +31,17 @@ describe('the server process’s V8 settings', () => {
 
   it('leave it on when node is given the flag explicitly', async () => {
     expect(await pretenuringTraced([PRETENURING_FLAG])).toBeGreaterThan(0);
+  });
+
+  it('keep the compiled code of svc-server’s modules for the next start where Node can (22.1 and later)', async () => {
+    // No NODE_COMPILE_CACHE: only the service's own call enables the cache, in the temporary directory.
+    const temp = mkdtempSync(join(tmpdir(), 'compile-cache-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: temp };
+    delete env.NODE_COMPILE_CACHE;
+    await promisify(execFile)(process.execPath, ['dist/src/main.js', '--version'], { env });
+    const cached = readdirSync(temp, { recursive: true }).filter((entry) => String(entry).split('/').length === 3);
+    if ('enableCompileCache' in module) expect(cached.length).toBeGreaterThan(20);
+    else expect(cached).toEqual([]);
   });
 
   it('are applied before anything else svc-server loads', () => {
