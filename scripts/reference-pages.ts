@@ -5,7 +5,7 @@ import { CLI_ENVIRONMENT } from '../cli/environment.js';
 import { EXIT, EXIT_CODES_HELP } from '../cli/exit-codes.js';
 import { fullProgram } from '../cli/run.js';
 import { ConfigSchema, ENV_NAMES, loadConfig, type Config } from '../src/kit/config.js';
-import { BASE_TOOLS, TOOL_OPERATIONS } from '../src/mcp/tools.js';
+import { baseTools, TOOL_OPERATIONS } from '../src/mcp/tools.js';
 import { OPERATIONS } from '../src/app/operation-table.js';
 import { buildProgram, SERVER_EXIT, SERVER_EXIT_MEANINGS } from '../src/app/operator/program.js';
 import { CACHE_HOME_VARIABLE } from '../src/store/pglite-template.js';
@@ -85,7 +85,7 @@ function typeOf(schema: JsonSchema): string {
 
 function mcpToolsPage(): string {
   const capability = new Map(TOOL_OPERATIONS.map((op) => [op.name, op.capability]));
-  const sections = [...BASE_TOOLS.values()]
+  const sections = [...baseTools().values()]
     .sort((a, b) => byText(a.name, b.name))
     .map((tool) => {
       const hints = tool.annotations ?? {};
@@ -110,7 +110,7 @@ function mcpToolsPage(): string {
   return page(
     'MCP tools',
     'the tool list (`src/mcp/tools.ts`, derived from the operation table)',
-    `The ${BASE_TOOLS.size} tools of \`tools/list\`, by name, with their input schemas as a model reads them (the server validates every call against the operation's full schema).`,
+    `The ${baseTools().size} tools of \`tools/list\`, by name, with their input schemas as a model reads them (the server validates every call against the operation's full schema).`,
     ...sections,
   );
 }

@@ -43,20 +43,28 @@ function annotations(op: AnyOperation): NonNullable<Tool['annotations']> {
   };
 }
 
-/** Every tool as any credential sees it before its availability marks (the generated MCP reference lists these). */
-export const BASE_TOOLS: ReadonlyMap<string, Tool> = new Map(
-  TOOL_OPERATIONS.map((op) => [
-    op.name,
-    {
-      name: op.name,
-      title: op.title,
-      description: op.description,
-      inputSchema: inputSchema(op.input),
-      outputSchema: outputSchema(op.output),
-      annotations: annotations(op),
-    },
-  ]),
-);
+let builtTools: ReadonlyMap<string, Tool> | undefined;
+
+/**
+ * Every tool as any credential sees it before its availability marks (the generated MCP reference lists
+ * these). Built at the first tools/list, not at start: converting the schemas is a tenth of a second.
+ */
+export function baseTools(): ReadonlyMap<string, Tool> {
+  builtTools ??= new Map(
+    TOOL_OPERATIONS.map((op) => [
+      op.name,
+      {
+        name: op.name,
+        title: op.title,
+        description: op.description,
+        inputSchema: inputSchema(op.input),
+        outputSchema: outputSchema(op.output),
+        annotations: annotations(op),
+      },
+    ]),
+  );
+  return builtTools;
+}
 
 export function canCall(principal: Principal, op: AnyOperation): boolean {
   return op.capability === null || principal.capabilities.has(op.capability);
@@ -69,7 +77,7 @@ export function canCall(principal: Principal, op: AnyOperation): boolean {
  */
 export function listTools(principal: Principal, baseUrl: string): Tool[] {
   return TOOL_OPERATIONS.map((op) => {
-    const tool = BASE_TOOLS.get(op.name)!;
+    const tool = baseTools().get(op.name)!;
     const available = canCall(principal, op);
     return {
       ...tool,
