@@ -7,6 +7,7 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { freePort, startTestApp, type TestApp } from '../helpers/harness.js';
+import { anchorsOf, headingAnchor } from '../helpers/markdown.js';
 
 /*
  * The alert rules under Prometheus's own tool (alerts.test.yml holds their unit tests), and the
@@ -19,20 +20,6 @@ const rules = (
   parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string; annotations: Record<string, string> }> }> }
 ).groups.flatMap((g) => g.rules);
 const errorRatio = rules.find((rule) => rule.alert === 'HighServerErrorRatio')!;
-
-/** GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as hyphens. */
-const headingAnchor = (heading: string) =>
-  heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
-
-/** The anchors of a Markdown file's headings (none inside a fenced block). */
-function anchorsOf(file: string): Set<string> {
-  const outsideFences = readFileSync(file, 'utf8').split(/^```.*$/m).filter((_part, index) => index % 2 === 0).join('\n');
-  return new Set([...outsideFences.matchAll(/^#{1,6}\s+(.+)$/gm)].map((match) => headingAnchor(match[1]!)));
-}
 
 describe('the alerts’ runbooks and commands', () => {
   it('reads anchors as GitHub writes them', () => {
