@@ -11,7 +11,7 @@ import { inFlightLimit, type Release } from './in-flight.js';
 import { refuse } from './json-rpc.js';
 import { MCP_IN_FLIGHT_PER_CREDENTIAL } from './limits.js';
 import type { McpMetrics } from './metrics.js';
-import { header } from './modern.js';
+import { header } from './revisions.js';
 import { principalBinding } from './sessions.js';
 import { canCall, toolOperation } from './tools.js';
 

@@ -1,16 +1,9 @@
-import {
-  isInitializeRequest,
-  JSONRPCMessageSchema,
-  type InitializeRequest,
-  type JSONRPCMessage,
-  type JSONRPCRequest,
-} from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyReply } from 'fastify';
 import { noteErrorCode } from '../http/request-log.js';
 
 /*
- * The JSON-RPC side of the endpoint's own answers: reading a body as a message, and refusing at the
- * HTTP level in JSON-RPC, as the SDK's transport does.
+ * The endpoint's own JSON-RPC answers: refusals at the HTTP level, as the SDK's transport words them.
+ * Free of the SDKs, so that admission can refuse before they are loaded (messages.ts reads bodies).
  */
 
 /** JSON-RPC error codes the SDK's transport uses for HTTP-level refusals. */
@@ -40,16 +33,3 @@ export function refuse(reply: FastifyReply, status: number, errorCode: string, m
 
 /** A JSON-RPC error answer to one request, as JSON text (a batch's element, or a POST's whole body). */
 export const errorAnswer = (id: string | number | null, code: number, message: string) => JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
-
-/** The JSON-RPC message the body (or a batch's element) is; undefined when it is none. */
-export function parseBody(body: unknown): JSONRPCMessage | undefined {
-  const parsed = JSONRPCMessageSchema.safeParse(body);
-  return parsed.success ? parsed.data : undefined;
-}
-
-export const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest => 'method' in message && 'id' in message;
-
-/** The message when it is an initialize request; the cheap method test spares a schema parse on every other call. */
-export function initializeRequest(message: JSONRPCMessage): (InitializeRequest & JSONRPCRequest) | undefined {
-  return isRequest(message) && message.method === 'initialize' && isInitializeRequest(message) ? message : undefined;
-}

@@ -26,7 +26,7 @@ import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
 import type { McpMetrics } from './metrics.js';
 import { isJsonObject } from '../kit/json-object.js';
-import { PROTOCOL_VERSIONS } from './server.js';
+import { header, MODERN_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS } from './revisions.js';
 import { principalBinding } from './sessions.js';
 import { answerToolCall, approvalRequest, callTool, declinedResult, refusalOf, serverIdentity, type ElicitationCapability, type McpCallContext } from './tool-calls.js';
 import { errorResult, listTools, resultFields, toolOperation, type ToolResult } from './tools.js';
@@ -40,13 +40,6 @@ import { errorResult, listTools, resultFields, toolOperation, type ToolResult } 
  * stay ours and run before it (admission.ts).
  */
 
-export const MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;
-
-/** A request header's first value (Node gives a repeated one as a list). */
-export function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
 
 /**
  * Where this POST goes: `direct` for a plain 2026-07-28 tool call (see plainToolCall), which the leg

@@ -17,14 +17,13 @@ import type { AnyOperation } from '../operations/operation.js';
 import { publicBaseUrl } from './discovery.js';
 import { answerToolCall, approvalRequest, callTool, declinedResult, refusalOf, serverIdentity, type McpCallContext } from './tool-calls.js';
 import { listTools, toolOperation, type ToolResult } from './tools.js';
+import { PROTOCOL_VERSIONS } from './revisions.js';
 
 /*
  * The server of the session revisions (2025-11-25 back to 2024-11-05) on SDK v1: sessions opened by
  * initialize, approvals asked by a server-initiated elicitation/create on the request's stream.
  */
 
-/** The session-based protocol versions, newest first; a client asking for another is offered the newest. */
-export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] as const;
 
 type SessionVersion = (typeof PROTOCOL_VERSIONS)[number];
 
