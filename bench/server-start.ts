@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { apartFromServers, createBenchSchema, SECRET_KEY, writeResults } from './lib.js';
+import { untilHealthy } from '../test/helpers/healthz.js';
 import { freePort } from '../test/helpers/ports.js';
 import { ServerProcess } from '../test/helpers/server-process.js';
 
@@ -40,18 +41,9 @@ interface Sample {
   oauthMs: number;
 }
 
-async function firstAnswer(url: string, child: ChildProcess, status: (code: number) => boolean): Promise<void> {
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`svc-server exited with ${child.exitCode} before ${url} answered`);
-    try {
-      const answer = await fetch(url);
-      await answer.arrayBuffer();
-      if (status(answer.status)) return;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+/** Waits for `probe` to answer 200 (polled every 5 ms); fails if the process exits first. */
+async function firstAnswer(url: string, child: ChildProcess, probe: string): Promise<void> {
+  if (!(await untilHealthy(url, child, { timeoutMs: 120_000, intervalMs: 5, probe }))) throw new Error(`svc-server never answered ${probe} with 200 (exit code ${child.exitCode})`);
 }
 
 /** One start of `build` under `node` with `env`; stopped (SIGINT: no drain) once measured. */
@@ -65,9 +57,9 @@ async function startOnce(node: string, build: Build, env: NodeJS.ProcessEnv): Pr
     stdio: ['ignore', 'ignore', 'ignore'],
   });
   try {
-    await firstAnswer(`${url}/readyz`, child, (code) => code === 200);
+    await firstAnswer(url, child, '/readyz');
     const readyMs = performance.now() - started;
-    await firstAnswer(`${url}/api/oauth/jwks`, child, (code) => code === 200);
+    await firstAnswer(url, child, '/api/oauth/jwks');
     return { readyMs, oauthMs: performance.now() - started };
   } finally {
     const exited = new Promise((resolve) => child.once('exit', resolve));
