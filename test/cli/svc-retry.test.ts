@@ -2,7 +2,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from '../../src/store/sql.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { isolatedEnv, listen, svc } from './svc-runner.js';
+import { isolatedEnv, listen, onLoopback, svc } from './svc-runner.js';
 
 /*
  * svc retries a lost connection and a 502/503 within its timeout, sending a write's one
@@ -44,16 +44,13 @@ async function faultyProxy(upstream: string, fault: Fault, faulty = 1): Promise<
       service.pipe(client);
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { url, close } = await onLoopback(server, sockets);
   return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    url,
     get connections() {
       return connections;
     },
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
+    close,
   };
 }
 

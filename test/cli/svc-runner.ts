@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -77,6 +77,18 @@ export interface SilentServer {
   close(): Promise<void>;
 }
 
+/** A test server listening on a loopback port; close() cuts the connections in `sockets` and stops it. */
+export async function onLoopback(server: Server, sockets: ReadonlySet<Socket>): Promise<{ url: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 /**
  * A loopback socket that accepts connections and never answers; with `headers`, it sends a
  * status line and headers and then stalls in the body.
@@ -93,15 +105,12 @@ export async function silentServer(answer: 'nothing' | 'headers' = 'nothing'): P
       socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"ok":'));
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { url, close } = await onLoopback(server, sockets);
   return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    url,
     get accepted() {
       return accepted;
     },
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
+    close,
   };
 }
