@@ -164,7 +164,7 @@ const INTERNAL_DETAIL = [
  * e.g. "Team '); DROP TABLE… was not found"), then checked for internal detail.
  */
 export function expectNoInternalDetail(text: string, sent: unknown): void {
-  let rest = text;
+  let rest = shortenRuns(text);
   const echoes = stringsIn(sent)
     .filter((s) => s.length > 0)
     // As sent or trimmed (as Id and Text do), as sent or well-formed (as a URL carries it);
@@ -172,10 +172,17 @@ export function expectNoInternalDetail(text: string, sent: unknown): void {
     .flatMap((s) => [s, s.trim()])
     .flatMap((s) => [s, wellFormed(s)])
     .flatMap((s) => [s, jsonEscaped(s), jsonEscaped(jsonEscaped(s)), encodePart(s)])
-    .sort((a, b) => b.length - a.length);
-  for (const echo of echoes) rest = rest.split(echo).join('');
+    .map(shortenRuns);
+  for (const echo of [...new Set(echoes)].sort((a, b) => b.length - a.length)) rest = rest.split(echo).join('');
   for (const pattern of INTERNAL_DETAIL) expect(rest, `internal detail ${pattern} in ${text.slice(0, 500)}`).not.toMatch(pattern);
 }
+
+/**
+ * Runs of one character cut to 16, in the answer and the echoes alike: an echo's runs lie within the
+ * answer's, so it still matches, and removing a 20,000-character echo from an answer holding other
+ * long runs stays linear instead of comparing the whole echo at every position.
+ */
+const shortenRuns = (text: string) => text.replace(/([^])\1{16,}/g, (_run, unit: string) => unit.repeat(16));
 
 const jsonEscaped = (text: string) => JSON.stringify(text).slice(1, -1);
 
