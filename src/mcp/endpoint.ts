@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { McpDeps } from './deps.js';
 import { ServiceUnavailable } from '../kit/errors.js';
+import { loadAfterListen, loadOnce } from '../kit/load-once.js';
 import { registerCors } from '../http/cors.js';
 import { toAppError } from '../http/errors.js';
 import { OAUTH_PATHS } from '../oauth/provider.js';
@@ -8,7 +9,6 @@ import { createAdmission, type Admitted } from './admission.js';
 import { DISCOVERY_PATHS, MCP_PATH, registerProtectedResourceMetadata } from './discovery.js';
 import { registerIcons } from './icons.js';
 import { PARSE_ERROR, refuse } from './json-rpc.js';
-import type { Legs } from './legs.js';
 import { MCP_BODY_LIMIT_BYTES } from './limits.js';
 import { createMcpMetrics } from './metrics.js';
 
@@ -27,21 +27,11 @@ export async function registerMcp(app: FastifyInstance, core: McpDeps): Promise<
 
   const metrics = createMcpMetrics(core.metrics.registry);
   const admission = createAdmission(core, metrics);
-  let loading: Promise<Legs> | undefined;
-  // One that failed to load is tried again by the next request.
-  const legs = () =>
-    (loading ??= import('./legs.js').then(
-      ({ createLegs }) => createLegs(core, metrics, admission),
-      (error: unknown) => {
-        loading = undefined;
-        throw error;
-      },
-    ));
-  app.addHook('onListen', () => {
-    legs().catch((error: unknown) => core.logger.error({ err: error }, 'the MCP endpoint’s SDK modules failed to load; the next MCP request tries again'));
-  });
+  const legs = loadOnce(async () => (await import('./legs.js')).createLegs(core, metrics, admission));
+  loadAfterListen(app, core.logger, 'The MCP endpoint’s SDK modules', legs);
   app.addHook('preClose', async () => {
-    if (loading) await (await loading).close();
+    const loaded = await legs.started?.catch(() => undefined);
+    await loaded?.close();
   });
 
   /** What admission established for a request it let through. */

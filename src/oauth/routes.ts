@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import { AppError } from '../kit/errors.js';
+import { loadAfterListen, loadOnce, type LoadOnce } from '../kit/load-once.js';
 import type { HttpDeps } from '../http/deps.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { noteErrorCode } from '../http/request-log.js';
@@ -156,27 +157,24 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: OAuthDeps)
   app.get('/.well-known/oauth-authorization-server', async (request, reply) =>
     reply.header('cache-control', 'public, max-age=300').send(authorizationServerMetadata(addressOf(request))),
   );
-  // Each address's provider as a request handler, observed once; one that failed to load is tried again.
-  const handlers = new Map<string, Promise<ReturnType<Provider['callback']>>>();
+  // Each address's provider as a request handler, observed once.
+  const handlers = new Map<string, LoadOnce<ReturnType<Provider['callback']>>>();
   const counters = oauthCounters(core.metrics.registry);
   const handlerFor = (address: OAuthAddress) => {
     let handler = handlers.get(address.issuer);
     if (!handler) {
-      handler = address.provider().then((provider) => {
+      handler = loadOnce(async () => {
+        const provider = await address.provider();
         observeOAuth(provider, counters);
         noteProviderRefusals(provider);
         return provider.callback();
       });
       handlers.set(address.issuer, handler);
-      handler.catch(() => handlers.delete(address.issuer));
     }
-    return handler;
+    return handler();
   };
-  // The configured provider loads once the port is open: oidc-provider is the largest module tree, and
-  // the instance is ready sooner without it; a request that comes first waits for it.
-  app.addHook('onListen', () => {
-    handlerFor(oauth).catch((error: unknown) => core.logger.error({ err: error }, 'the OAuth provider failed to load; the next OAuth request tries again'));
-  });
+  // oidc-provider is the largest module tree.
+  loadAfterListen(app, core.logger, 'The OAuth provider', () => handlerFor(oauth));
   /** Lets the provider write the answer itself. */
   const handle = async (request: FastifyRequest, reply: FastifyReply) => {
     const callback = await handlerFor(addressOf(request));
