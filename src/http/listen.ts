@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { baseUrlOf, ConfigError, type Config } from '../kit/config.js';
+import { baseUrlOf, ConfigError, hostAndPort, type Config } from '../kit/config.js';
 import type { Logger } from 'pino';
 import { startDraining } from './drain.js';
 
@@ -33,7 +33,7 @@ async function withListenErrorsSaid(config: Config, listen: () => Promise<unknow
   try {
     await listen();
   } catch (error) {
-    const where = `${config.host}:${config.port}`;
+    const where = hostAndPort(config);
     const { code } = error as NodeJS.ErrnoException;
     if (code === 'EADDRINUSE') throw new ConfigError(`Cannot listen on ${where}: another process is using it. Stop it, or choose another port (PORT, --port)`);
     if (code === 'EACCES') throw new ConfigError(`Cannot listen on ${where}: not permitted (ports below 1024 need privileges). Choose another port (PORT, --port)`);

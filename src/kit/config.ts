@@ -165,6 +165,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<keyof C
   return parsed.data;
 }
 
+/** `host:port` as a URL spells it: an IPv6 literal (HOST=::1) in brackets. */
+export function hostAndPort(config: Pick<Config, 'host' | 'port'>): string {
+  const host = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
+  return `${host}:${config.port}`;
+}
+
 export function baseUrlOf(config: Config): string {
-  return config.publicBaseUrl ?? `http://${config.host}:${config.port}`;
+  return config.publicBaseUrl ?? `http://${hostAndPort(config)}`;
 }
