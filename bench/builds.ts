@@ -2,19 +2,21 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createBenchSchema, measureRounds, openMcpSession, pairedRatio, PAIRED_RATIO_NOTE, ROUNDS_NOTE, SECRET_KEY, writeResults, type LoadTarget } from './lib.js';
+import { buildLabel, capacityRatio, capacityRatioNote, createBenchSchema, measureRounds, openMcpSession, pairedRatio, PAIRED_RATIO_NOTE, ROUNDS_NOTE, SECRET_KEY, writeResults, type LoadTarget } from './lib.js';
 import { freePort } from '../test/helpers/ports.js';
 import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/limits.js';
 
 /*
- * This checkout against another build of the service in one run: BENCH_BASELINE=<a checkout with its
- * dist/ built> npm run bench -- builds. Each build runs `svc-server serve` as an operator does, on a
- * PostgreSQL schema of its own with the demo data and Redis; the same reads of each surface are
- * measured on both in turn, round after round, and compared round by round.
+ * This checkout against other builds of the service in one run: BENCH_BASELINE=<checkouts with their
+ * dist/ built, comma-separated> npm run bench -- builds. Each build runs `svc-server serve` as an
+ * operator does, on a PostgreSQL schema of its own with the demo data and Redis; the same reads of each
+ * surface are measured on every build in turn, round after round, and this one compared with each
+ * other round by round. Several baselines in one run tell where a difference came from: the build a
+ * change started from, and the builds either side of a commit suspected of it.
  */
 
-const baseline = process.env.BENCH_BASELINE;
-if (!baseline) throw new Error('BENCH_BASELINE=<path of a checkout whose dist/ is built> names the build to compare with');
+const baselines = (process.env.BENCH_BASELINE ?? '').split(',').filter(Boolean);
+if (baselines.length === 0) throw new Error('BENCH_BASELINE=<paths of checkouts whose dist/ is built, comma-separated> names the builds to compare with');
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const here = fileURLToPath(new URL('..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -62,38 +64,37 @@ async function targetsOf(build: Running): Promise<Record<'rest' | 'v2' | 'mcp', 
   };
 }
 
-const schemas = [await createBenchSchema(), await createBenchSchema()];
+const SURFACES = { rest: 'REST GET /v4/employees/{id}', v2: 'v2 GET /v2/employees/{id}', mcp: 'MCP tools/call get_employee (2025-11-25)' } as const;
+const roots = [here, ...baselines];
+const labels = roots.map(buildLabel);
+const schemas = await Promise.all(roots.map(() => createBenchSchema()));
 const builds: Running[] = [];
 try {
-  // One at a time, so that the first is stopped below if the second fails to start.
-  builds.push(await serve(here, schemas[0]!.url));
-  builds.push(await serve(baseline, schemas[1]!.url));
-  const [mine, theirs] = await Promise.all(builds.map(targetsOf));
-  const results = await measureRounds(
-    {
-      'REST GET /v4/employees/{id} — this': mine!.rest,
-      'REST GET /v4/employees/{id} — baseline': theirs!.rest,
-      'v2 GET /v2/employees/{id} — this': mine!.v2,
-      'v2 GET /v2/employees/{id} — baseline': theirs!.v2,
-      'MCP tools/call get_employee (2025-11-25) — this': mine!.mcp,
-      'MCP tools/call get_employee (2025-11-25) — baseline': theirs!.mcp,
-    },
-    SECONDS,
-    MCP_IN_FLIGHT_PER_CREDENTIAL,
+  // One at a time, so that those started are stopped below if another fails to start.
+  for (const [i, root] of roots.entries()) builds.push(await serve(root, schemas[i]!.url));
+  const targets = await Promise.all(builds.map(targetsOf));
+  // Surface by surface, so that the builds compared on one are measured back to back.
+  const rowTargets: Record<string, LoadTarget> = {};
+  for (const surface of Object.keys(SURFACES) as Array<keyof typeof SURFACES>) {
+    for (const [i, build] of targets.entries()) rowTargets[`${SURFACES[surface]} — ${i}`] = build[surface];
+  }
+  const results = await measureRounds(rowTargets, SECONDS, MCP_IN_FLIGHT_PER_CREDENTIAL);
+  const rows = Object.values(SURFACES).flatMap((surface) =>
+    baselines.map((_, b) => {
+      const a = results[`${surface} — 0`]!;
+      const other = results[`${surface} — ${b + 1}`]!;
+      return [surface, labels[b + 1]!, a.requestsPerSecond, other.requestsPerSecond, pairedRatio(a, other), capacityRatio(a, other), `${a.p50} / ${other.p50}`, a.cpuMicrosPerRequest, other.cpuMicrosPerRequest, a.errors + other.errors];
+    }),
   );
-  const rows = (['REST GET /v4/employees/{id}', 'v2 GET /v2/employees/{id}', 'MCP tools/call get_employee (2025-11-25)'] as const).map((surface) => {
-    const a = results[`${surface} — this`];
-    const b = results[`${surface} — baseline`];
-    return [surface, a.requestsPerSecond, b.requestsPerSecond, pairedRatio(a, b), `${a.p50} / ${b.p50}`, a.cpuMicrosPerRequest, b.cpuMicrosPerRequest, a.errors + b.errors];
-  });
   const text = await writeResults(
     'builds',
-    `BENCH_BASELINE=${baseline} npm run bench -- builds`,
-    ['read', 'this checkout req/s', 'baseline req/s', 'this ÷ baseline', 'p50 ms (this / baseline)', 'CPU µs/req (this)', 'CPU µs/req (baseline)', 'errors'],
+    `BENCH_BASELINE=${baselines.join(',')} npm run bench -- builds`,
+    ['read', 'baseline', 'this req/s', 'baseline req/s', 'this ÷ baseline', 'capacity ratio', 'p50 ms (this / baseline)', 'CPU µs/req (this)', 'CPU µs/req (baseline)', 'errors'],
     rows,
     [
-      `Baseline: ${baseline}. Each build is \`node dist/src/main.js serve --demo\` on its own PostgreSQL schema with Redis, LOG_LEVEL silent.`,
+      `This checkout: ${labels[0]}. Each build is \`node dist/src/main.js serve --demo\` on its own PostgreSQL schema with Redis, LOG_LEVEL silent.`,
       `Load: autocannon, ${MCP_IN_FLIGHT_PER_CREDENTIAL} connections (the most MCP requests one key may have in flight; the others alike), ${SECONDS} s a run. ${ROUNDS_NOTE} ${PAIRED_RATIO_NOTE}`,
+      capacityRatioNote('the baseline’s', 'this one’s', 'each server process’s'),
     ],
   );
   process.stdout.write(text);

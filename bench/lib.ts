@@ -369,9 +369,21 @@ export const ROUNDS_NOTE = `Each row: the median-throughput run of ${ROUNDS} rou
 /** How pairedRatio's figures read, for the notes of a benchmark that quotes them. */
 export const PAIRED_RATIO_NOTE = `A ratio (pairedRatio): the median of its ${ROUNDS} ratios within a round, then their range in brackets; rows of one round run back to back.`;
 
-/** How capacityRatio's figures read, for the notes of a benchmark that quotes them. */
-export const CAPACITY_RATIO_NOTE =
-  'A capacity ratio (capacityRatio): the second row’s server CPU per request over the first’s, paired by round like a throughput ratio; the throughput ratio they would reach if the server’s CPU were all that limited them. CPU µs/req: this process’s CPU time (user and system) over the requests answered.';
+/** A build as a results table names it: its commit, and whether its tree differs from it; a path if it is no git checkout. */
+export function buildLabel(root: string): string {
+  try {
+    const commit = execFileSync('git', ['-C', root, 'log', '-1', '--format=%h'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const edited = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    return `${commit}${edited ? ' (edited)' : ''}`;
+  } catch {
+    return root;
+  }
+}
+
+/** How capacityRatio's figures read, for the notes of a benchmark that quotes them: whose CPU is divided by whose. */
+export const capacityRatioNote = (divided = 'the second row’s', by = 'the first’s', whose = 'this process’s') =>
+  `A capacity ratio (capacityRatio): ${divided} server CPU per request over ${by}, paired by round like a throughput ratio; the throughput ratio they would reach if the server’s CPU were all that limited them. CPU µs/req: ${whose} CPU time (user and system) over the requests answered.`;
+export const CAPACITY_RATIO_NOTE = capacityRatioNote();
 
 export function machine(): string {
   const cpu = cpus();
