@@ -1,7 +1,7 @@
 import proxy from '@fastify/http-proxy';
 import type { FastifyInstance } from 'fastify';
 import type { Capability, Role } from '../access/capabilities.js';
-import type { Core } from './core.js';
+import type { GatewayDeps } from '../gateway/deps.js';
 import { baseApp } from './http-app.js';
 import { callUpstream } from '../kit/upstream.js';
 import { shadowReportFor } from '../migration/operations/shadow-report.js';
@@ -19,7 +19,7 @@ const PROXIED_PREFIXES = ['/v4', '/mcp', '/.well-known', '/api/oauth', '/app', '
  * `decorateV4` wraps each request's v4 client (the golden tests record the calls through it).
  */
 export async function buildGatewayApp(
-  core: Core,
+  core: GatewayDeps,
   upstreamUrl: string,
   decorateV4: (client: V4Client) => V4Client = (client) => client,
 ): Promise<FastifyInstance> {
@@ -50,7 +50,7 @@ const SHADOW_REPORT_PATH = '/v4/admin/shadow-report';
  * whose check sees no v2 traffic. The core still authenticates the caller: GET /v4/me with the
  * caller's own credential says who it is; the core's refusal (401, say) is passed on as it came.
  */
-function registerShadowReport(app: FastifyInstance, core: Core, upstreamUrl: string): void {
+function registerShadowReport(app: FastifyInstance, core: GatewayDeps, upstreamUrl: string): void {
   const base = upstreamUrl.replace(/\/+$/, '');
   const timeoutMs = core.config.legacyV2TimeoutMs;
   app.get(SHADOW_REPORT_PATH, async (request, reply) => {

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Core } from './core.js';
+import type { GatewayDeps } from '../gateway/deps.js';
+import { inProcessV4 } from '../gateway/v4-client.js';
 import { AppError } from '../kit/errors.js';
 import { registerRestRoutes } from '../http/rest.js';
 import { registerDocs } from './openapi.js';
@@ -24,7 +26,7 @@ import { decorateRequestLog, LazyRequestLogger, noteErrorCode, RequestLog } from
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The frame every deployment shares: request ids, the v4 error shape, /healthz and /metrics. */
-export function baseApp(core: Core): FastifyInstance {
+export function baseApp(core: GatewayDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: core.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -90,7 +92,7 @@ export function baseApp(core: Core): FastifyInstance {
 export async function buildApp(core: Core): Promise<FastifyInstance> {
   const app = baseApp(core);
   registerRestRoutes(app, core, OPERATIONS);
-  registerV2Routes(app, core);
+  registerV2Routes(app, core, inProcessV4(core));
   await registerMcp(app, core);
   await registerOAuthRoutes(app, core);
   await registerPages(app, core, [registerMigrationDashboard, registerMigrationPlanPage, (scope, ctx) => registerMigrationGuide(scope, ctx.core)]);

@@ -40,7 +40,7 @@ function surfaceOf(request: FastifyRequest): LegacyKeySurface | undefined {
  * deployments: before authentication, the proxy and routing, so no v4 route can let one through.
  * Answers the refusal for the onRequest hook to pass on; undefined lets the request through.
  */
-export function refuseLegacyKeysOnV4(core: GatewayDeps) {
+export function refuseLegacyKeysOnV4(core: Pick<GatewayDeps, 'metrics' | 'oauth'>) {
   return (request: FastifyRequest, reply: FastifyReply): AppError | undefined => {
     const key = request.headers['x-api-key'];
     if (key === undefined) return undefined;

@@ -18,7 +18,7 @@ import { resolveLegacyKey, type LegacyKeyResolution } from '../legacy/legacy-key
 import { entryMatches, scopeEntryFor, type LookupTopic, type Route } from '../legacy/mappings.js';
 import { shadowCheckOf } from '../migration/shadow-check.js';
 import { Translation, type Doc, type SharedLookup } from '../legacy/translate.js';
-import { inProcessV4, type V4Client, type V4ClientFor } from './v4-client.js';
+import type { V4Client, V4ClientFor } from './v4-client.js';
 
 /*
  * The v2 API, served from the maps: every route of mappings/v2-routes.yaml is translated to v4
@@ -212,7 +212,7 @@ async function forwardToLegacy(core: GatewayDeps, route: Route, request: Fastify
 /** Every v2 failure in the v2 error shape. */
 export const answerV2Error = errorHandler({ send: sendV2Error, failed: 'v2 request failed' });
 
-export function registerV2Routes(app: FastifyInstance, core: GatewayDeps, v4For: V4ClientFor = inProcessV4(core)): void {
+export function registerV2Routes(app: FastifyInstance, core: GatewayDeps, v4For: V4ClientFor): void {
   const { sunset, scopes } = core.mappings;
   // Disabling a key, or revoking its bridge key or user, drops the cache on every instance (see ChangeFeed).
   const legacyKeys: LegacyKeyCache = new TopicCache(core.changes, 'credentials');

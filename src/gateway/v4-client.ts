@@ -1,4 +1,5 @@
 import type { GatewayDeps } from './deps.js';
+import type { HttpDeps } from '../http/deps.js';
 import type { Principal } from '../access/principal.js';
 import { AppError, errorObject, type ErrorObject } from '../kit/errors.js';
 import { domainOperationByName } from '../operations/domain-table.js';
@@ -38,7 +39,7 @@ function failure(error: AppError): { status: number; body: V4Envelope } {
  * never comes from a caller, so the lookup reveals nothing. The bridge key's own last use is then
  * written only on a load; the legacy key's, which the cutover reads, is still recorded per call.
  */
-export function inProcessV4(core: GatewayDeps): V4ClientFor {
+export function inProcessV4(core: GatewayDeps & HttpDeps): V4ClientFor {
   const principals = new TopicCache<Principal>(core.changes, 'credentials');
   const principalOf = (apiKey: string, asOf: number) =>
     principals.get(apiKey, () => core.auth.authenticate({ 'x-api-key': apiKey }), undefined, asOf);

@@ -41,7 +41,7 @@ async function answersInTime(check: () => Promise<unknown>): Promise<CheckState>
 }
 
 /** Whether this instance can serve: the database answers; Redis, when configured, decides only whether fully. */
-export async function readiness(core: HttpDeps): Promise<Readiness> {
+export async function readiness(core: Pick<HttpDeps, 'db' | 'shared'>): Promise<Readiness> {
   const [database, redis] = await Promise.all([
     answersInTime(() => core.db.query(sql`SELECT 1`)),
     core.shared.kind === 'redis' ? answersInTime(() => core.shared.ping()) : Promise.resolve<CheckState>('not_configured'),

@@ -6,6 +6,9 @@ import type { HttpDeps } from './deps.js';
 import { AppError } from '../kit/errors.js';
 import { errorBody, toAppError } from './errors.js';
 
+/** What /metrics reads: who may scrape, the registry, and where a failed scrape is logged. */
+type MetricsDeps = Pick<HttpDeps, 'config' | 'logger' | 'metrics'>;
+
 /*
  * Who reads /metrics. Its series carry no key or company, but they tell the traffic's shape and a
  * scrape costs a query (legacy keys per stage), so the API's callers do not get it:
@@ -46,7 +49,7 @@ function metricsRefusal(config: Config, headers: IncomingHttpHeaders, remoteAddr
 const CHALLENGE = 'Bearer realm="metrics"';
 
 /** /metrics on the API port, or on METRICS_PORT's listener for as long as the app runs. */
-export function registerMetrics(app: FastifyInstance, core: HttpDeps): void {
+export function registerMetrics(app: FastifyInstance, core: MetricsDeps): void {
   const { config, metrics } = core;
   const { metricsHost, metricsPort } = config;
   if (metricsPort === undefined) {
@@ -77,7 +80,7 @@ function sendError(res: ServerResponse, requestId: string, error: AppError): voi
 }
 
 /** METRICS_PORT's listener: GET /metrics and nothing else, with the API's error envelope. */
-async function answerScrape(core: HttpDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function answerScrape(core: MetricsDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const requestId = randomUUID();
   const path = (req.url ?? '/').split('?')[0];
   const refusal =
@@ -94,7 +97,7 @@ async function answerScrape(core: HttpDeps, req: IncomingMessage, res: ServerRes
   }
 }
 
-async function listenForMetrics(core: HttpDeps, host: string, port: number): Promise<Server> {
+async function listenForMetrics(core: MetricsDeps, host: string, port: number): Promise<Server> {
   const server = createServer((req, res) => void answerScrape(core, req, res));
   try {
     await new Promise<void>((resolve, reject) => {

@@ -25,6 +25,14 @@ export interface LegacyDeps extends DomainDeps {
   keyFirstUse: Pick<FirstUseRecorder, 'record' | 'settled'>;
 }
 
+/**
+ * What reading legacy keys uses: no mailer, no authenticator. A process that serves no v4 call (the
+ * gateway apart) records no first use of a key, so has none to wait for.
+ */
+export type LegacyReadDeps = Pick<LegacyDeps, 'config' | 'db' | 'now' | 'mappings' | 'secretKey' | 'previousSecretKey' | 'legacyUsage'> & {
+  keyFirstUse?: Pick<FirstUseRecorder, 'settled'>;
+};
+
 /*
  * Legacy v2 keys, registered in the gateway. Each is bound to a company and holds v2 scopes;
  * registering one provisions a non-personal bridge user and a v4 key with exactly the translated
@@ -170,7 +178,7 @@ async function capabilitiesExercised(db: Queryable, keyIds: string[]): Promise<M
 }
 
 /** Reads keys with their cutover facts; the stage is derived at the core's clock. */
-async function selectKeys(db: Queryable, core: LegacyDeps, where: Sql): Promise<LegacyKeySummary[]> {
+async function selectKeys(db: Queryable, core: Pick<LegacyReadDeps, 'now' | 'mappings'>, where: Sql): Promise<LegacyKeySummary[]> {
   const rows = await db.query<LegacyKeyRow>(sql`
     SELECT l.id, l.company_id, l.name, l.key_hint, l.scopes, l.bridge_user_id, l.bridge_key_id,
       COALESCE(k.capabilities, '{}'::text[]) AS capabilities, l.created_at, l.disabled_at, l.last_used_at,
@@ -245,8 +253,8 @@ export interface LegacyKeyFilter {
 }
 
 /** Never returns hashes or keys: only what an operator needs to recognise and audit a key. Counts this instance's usage first. */
-export async function listLegacyKeys(core: LegacyDeps, { companyIds, id }: LegacyKeyFilter = {}): Promise<LegacyKeySummary[]> {
-  await Promise.all([core.legacyUsage.flush(), core.keyFirstUse.settled()]);
+export async function listLegacyKeys(core: LegacyReadDeps, { companyIds, id }: LegacyKeyFilter = {}): Promise<LegacyKeySummary[]> {
+  await Promise.all([core.legacyUsage.flush(), core.keyFirstUse?.settled()]);
   return selectKeys(
     core.db,
     core,
@@ -506,7 +514,7 @@ export type LegacyKeyResolution =
   | { status: 'unknown' };
 
 /** What the gateway does with an incoming v2 key. Read live, so disabling takes effect on the next request. */
-export async function resolveLegacyKey(core: LegacyDeps, rawKey: string): Promise<LegacyKeyResolution> {
+export async function resolveLegacyKey(core: Pick<LegacyReadDeps, 'db' | 'secretKey' | 'previousSecretKey'>, rawKey: string): Promise<LegacyKeyResolution> {
   const [row] = await core.db.query<{
     id: string;
     company_id: string;
@@ -537,7 +545,7 @@ export interface LegacyKeyUsage {
 }
 
 /** One key's usage, oldest day first: the input of the v2 usage audit. Counts this instance's usage first. */
-export async function legacyKeyUsage(core: LegacyDeps, keyId: string): Promise<LegacyKeyUsage[]> {
+export async function legacyKeyUsage(core: Pick<LegacyReadDeps, 'db' | 'legacyUsage'>, keyId: string): Promise<LegacyKeyUsage[]> {
   await core.legacyUsage.flush();
   return core.db.query<LegacyKeyUsage>(sql`
     SELECT to_char(day, 'YYYY-MM-DD') AS day, endpoint, scope, calls

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { McpDeps } from './deps.js';
 import { OAUTH_SCOPES } from '../oauth/scopes.js';
+import type { IssuerAt } from '../oauth/addresses.js';
 
 export const MCP_PATH = '/mcp';
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
@@ -11,7 +12,7 @@ export function publicBaseUrl(core: McpDeps): string {
 }
 
 /** The base URL a request reached us at (see OAuthServer.at): the one its discovery documents and challenges name. */
-export function requestBaseUrl(core: McpDeps, request: FastifyRequest): string {
+export function requestBaseUrl(core: { oauth: IssuerAt }, request: FastifyRequest): string {
   return core.oauth.at(request.headers.host).issuer;
 }
 
@@ -26,7 +27,7 @@ function resourceMetadataUrl(baseUrl: string): string {
  * refreshing); the consent page and the role still decide what is granted.
  */
 export function bearerChallenge(
-  core: McpDeps,
+  core: { oauth: IssuerAt },
   request: FastifyRequest,
   options: { error?: 'invalid_token' | 'insufficient_scope'; scope?: readonly string[] } = {},
 ): string {

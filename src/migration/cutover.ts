@@ -18,6 +18,7 @@ import {
   type ActingAdmin,
   type Disabling,
   type LegacyKeySummary,
+  type LegacyReadDeps,
 } from '../legacy/legacy-keys.js';
 import { replacementOf } from '../legacy/reissue-steps.js';
 import { leastCapabilities, type ScopeUsage } from '../legacy/scope-rules.js';
@@ -68,7 +69,7 @@ export interface MintedSuccessor {
 }
 
 /** A legacy key within the caller's companies; another company's reads as absent. */
-export async function legacyKeyFor(core: MigrationDeps, companyIds: readonly string[], id: string): Promise<LegacyKeySummary> {
+export async function legacyKeyFor(core: LegacyReadDeps, companyIds: readonly string[], id: string): Promise<LegacyKeySummary> {
   const [key] = await listLegacyKeys(core, { companyIds, id });
   if (!key) throw notFound('Legacy key', id);
   return key;

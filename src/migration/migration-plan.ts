@@ -1,8 +1,7 @@
 import { CAPABILITIES, type Capability } from '../access/capabilities.js';
-import type { MigrationDeps } from './deps.js';
 import { legacyKeyFor } from './cutover.js';
 import { USAGE_WINDOW_DAYS, usageWindowStart, type Cutover } from '../legacy/cutover-stage.js';
-import { dedicatedUserEmail, legacyKeyUsage } from '../legacy/legacy-keys.js';
+import { dedicatedUserEmail, legacyKeyUsage, type LegacyReadDeps } from '../legacy/legacy-keys.js';
 import { buildMigrationGuide, routeAnchor, type FieldChange, type GuideCall, type GuideExample, type GuideEndpoint, type MigrationGuide } from './migration-guide.js';
 import type { Mappings } from '../legacy/mappings.js';
 import { GUIDE_PATH } from './pages/migration-guide.js';
@@ -90,7 +89,7 @@ const anchorOfLabel = (label: string) => {
 };
 
 /** The plan of one legacy key of the caller's companies (another company's key is 404, as absent). */
-export async function buildMigrationPlan(core: MigrationDeps, companyIds: readonly string[], id: string): Promise<MigrationPlan> {
+export async function buildMigrationPlan(core: LegacyReadDeps, companyIds: readonly string[], id: string): Promise<MigrationPlan> {
   const key = await legacyKeyFor(core, companyIds, id);
   const now = core.now();
   const since = usageWindowStart(now);

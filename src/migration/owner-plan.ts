@@ -1,4 +1,4 @@
-import type { MigrationDeps } from './deps.js';
+import type { LegacyReadDeps } from '../legacy/legacy-keys.js';
 import { sql } from '../store/sql.js';
 import { buildMigrationPlan, type MigrationPlan } from './migration-plan.js';
 import { GUIDE_PATH } from './pages/migration-guide.js';
@@ -20,7 +20,7 @@ interface OwnerPlan extends MigrationPlan {
   };
 }
 
-export async function buildOwnerPlan(core: MigrationDeps, key: { legacyKeyId: string; companyId: string }): Promise<OwnerPlan> {
+export async function buildOwnerPlan(core: LegacyReadDeps, key: { legacyKeyId: string; companyId: string }): Promise<OwnerPlan> {
   const plan = await buildMigrationPlan(core, [key.companyId], key.legacyKeyId);
   // People only: an integration's own non-personal users administer nothing.
   const admins = await core.db.query<{ name: string }>(sql`

@@ -310,10 +310,13 @@ export class ShadowCheck {
   }
 }
 
-const checks = new WeakMap<MigrationDeps, ShadowCheck>();
+/** What the shadow check reads: its settings, where it counts, the clock and where it reports failures. */
+export type ShadowCheckDeps = Pick<MigrationDeps, 'config' | 'now' | 'logger'> & { metrics: { registry: Registry } };
+
+const checks = new WeakMap<ShadowCheckDeps, ShadowCheck>();
 
 /** The shadow check of a core: one per core, like its metrics registry, shared by the v2 routes and the report. */
-export function shadowCheckOf(core: MigrationDeps): ShadowCheck {
+export function shadowCheckOf(core: ShadowCheckDeps): ShadowCheck {
   let check = checks.get(core);
   if (!check) {
     const { legacyV2Upstream, shadowSampleRate, shadowTimeoutMs, shadowMaxInFlight } = core.config;

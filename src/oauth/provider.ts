@@ -1,8 +1,8 @@
 import { createHmac, createPrivateKey, generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { ClientMetadata, GrantModel, Provider } from 'oidc-provider';
-import { baseUrlOf, type Config } from '../kit/config.js';
-import { LOOPBACK_HOSTS } from '../kit/loopback.js';
+import type { Config } from '../kit/config.js';
+import { serviceAddresses } from './addresses.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
 import { createAdapterClass } from './adapter.js';
@@ -35,12 +35,7 @@ export interface OAuthAddress {
 
 /** The authorization server at its configured address (PUBLIC_BASE_URL, else http://HOST:PORT), and at the others. */
 export interface OAuthServer extends OAuthAddress {
-  /**
-   * The address a request reached, from its Host header. With PUBLIC_BASE_URL unset, a loopback name
-   * on the configured port (localhost, 127.0.0.1 or [::1]) is taken as the client wrote it: clients
-   * check that the metadata names the URL they were given. Any other Host, and every Host once
-   * PUBLIC_BASE_URL is set, gets the configured address: a Host header is never reflected otherwise.
-   */
+  /** The address a request reached (see ServiceAddresses.at). */
   at(host: string | undefined): OAuthAddress;
   /** The MCP resource at every address: a connection is granted for one of them. */
   resources: readonly string[];
@@ -105,29 +100,17 @@ export function isMetadataDocumentClient(clientId: string): boolean {
 }
 
 export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
-  const { config } = options;
   // One signing key for every address's provider, made on the thread pool while the first one loads.
   let jwks: ReturnType<typeof ephemeralJwks> | undefined;
-  const addressOf = (issuer: string): OAuthAddress => {
+  const addresses = serviceAddresses(options.config, (issuer): OAuthAddress => {
     const resource = `${issuer}/mcp`;
     let loading: Promise<Provider> | undefined;
     return { issuer, resource, provider: () => (loading ??= buildProvider(options, issuer, resource, (jwks ??= ephemeralJwks()))) };
-  };
-  const configured = addressOf(baseUrlOf(config).replace(/\/+$/, ''));
-  // Keyed by URL host (name and port as the URL parser writes them); the configured address keeps its own provider.
-  const byHost = new Map<string, OAuthAddress>();
-  if (!config.publicBaseUrl) {
-    const configuredHost = URL.parse(configured.issuer)?.host;
-    for (const name of LOOPBACK_HOSTS) {
-      const address = addressOf(new URL(`http://${name}:${config.port}`).origin);
-      const host = new URL(address.issuer).host;
-      byHost.set(host, host === configuredHost ? configured : address);
-    }
-  }
+  });
   return {
-    ...configured,
-    at: (host) => (host === undefined ? undefined : byHost.get(URL.parse(`http://${host}`)?.host ?? '')) ?? configured,
-    resources: [...new Set([configured.resource, ...[...byHost.values()].map((address) => address.resource)])],
+    ...addresses.configured,
+    at: addresses.at,
+    resources: [...new Set(addresses.all.map((address) => address.resource))],
   };
 }
 

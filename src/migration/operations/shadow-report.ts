@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Caller } from '../../access/principal.js';
 import type { MigrationDeps } from '../deps.js';
-import type { ShadowReport } from '../shadow-check.js';
+import type { ShadowCheckDeps, ShadowReport } from '../shadow-check.js';
 import { Timestamp } from '../../operations/common.js';
 import { MIGRATION_READ } from './legacy-keys.js';
 import { defineOperation, onDemand, requireAccess, type OperationContext } from '../../operations/operation.js';
@@ -59,7 +59,7 @@ export const ShadowReportSchema = z.object({
  * The report for one caller: human admins whose credential reads company data, their companies' legacy
  * keys only. Shared with the separate gateway, where the check runs and the caller comes from GET /v4/me.
  */
-export async function shadowReportFor(core: MigrationDeps, caller: Caller): Promise<ShadowReport> {
+export async function shadowReportFor(core: ShadowCheckDeps, caller: Caller): Promise<ShadowReport> {
   requireAccess(caller, MIGRATION_READ, 'get_shadow_report');
   return (await shadowChecks()).shadowCheckOf(core).report(caller.companyIds);
 }
