@@ -1,60 +1,27 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from '../kit/config.js';
-import { ConfigError } from '../kit/config.js';
-import { openDb } from '../store/db.js';
 import { migrate } from '../store/migrations.js';
-import { openChangeFeed, type ChangeFeed } from '../store/change-feed.js';
 import { createAuthenticator, type Authenticator } from '../access/authenticate.js';
 import { createIdTokenVerifier } from '../access/id-token.js';
 import { FirstUseRecorder } from '../access/first-use.js';
 import { createMailer } from '../domain/mail.js';
 import type { DomainDeps } from '../domain/deps.js';
-import { loadMappingsToServe, type Mappings } from '../legacy/mappings.js';
-import { createMetrics, type Metrics } from './metrics.js';
-import { UsageRecorder } from '../legacy/legacy-key-usage.js';
 import { createOAuthServer, type OAuthServer } from '../oauth/provider.js';
 import { createAccessTokenVerifier } from '../oauth/verifier.js';
-import { openSharedState, type SharedState } from '../shared-state/index.js';
-import { requestSerializer } from '../http/log-redaction.js';
-import { createLogOutput, type LogOutput } from '../kit/log-output.js';
+import { openBaseServices, type BaseOptions, type BaseServices } from './base-services.js';
 
 /**
  * The process's services, built once from the parsed config: the domain's dependencies and what
  * the surfaces, the gateway and OAuth need above them.
  */
-export interface Core extends DomainDeps {
+export interface Core extends DomainDeps, BaseServices {
   auth: Authenticator;
-  /** The v2 → v4 maps the gateway serves, read once at start. */
-  mappings: Mappings;
-  /** Prometheus registry of this core, served at /metrics. */
-  metrics: Metrics;
-  /** Database changes that invalidate caches, from this instance and every other. */
-  changes: ChangeFeed;
   /** The OAuth 2.1 authorization server of MCP clients (issuer, MCP resource URL, oidc-provider). */
   oauth: OAuthServer;
-  /** The gateway's per-legacy-key call counts, written in batches. */
-  legacyUsage: Pick<UsageRecorder, 'record' | 'flush'>;
   /** Each API key's first successful v4 call (a successor key observed working). */
   keyFirstUse: Pick<FirstUseRecorder, 'record' | 'settled'>;
-  /** Rate limits and session records every instance shares: Redis when REDIS_URL is set. */
-  shared: SharedState;
-  close(): Promise<void>;
-  /** Writes the log lines still buffered for at most `withinMs`, then stops logging: the last step before exit. */
-  endLogs(withinMs: number): Promise<void>;
 }
 
-export interface CoreOptions {
-  logger?: Logger;
-  now?: () => Date;
-  /** PostgreSQL schema (tests isolate themselves per file). */
-  schema?: string;
-  /** The cluster a new PGlite store starts as, instead of an empty one (tests: migrated and seeded once per run). */
-  pgliteCluster?: Blob;
-  /** Maps to serve instead of the package's (tests shrink the list ceiling). */
-  mappings?: Mappings;
+export interface CoreOptions extends BaseOptions {
   /**
    * How client metadata documents (CIMD) are fetched. Unset: oidc-provider's fetch, which refuses
    * private, loopback and link-local addresses; tests point it at a loopback fixture.
@@ -62,125 +29,31 @@ export interface CoreOptions {
   fetchClientMetadata?: typeof fetch;
 }
 
-const SECRET_HEADERS = ['["x-api-key"]', '.authorization', '.cookie', '["set-cookie"]'];
-const SECRET_FIELDS = [
-  'password', 'newPassword', 'currentPassword', 'pin', 'pinCode', 'apiKey', 'rawKey', 'legacyKey', 'secret',
-  'token', 'access_token', 'refresh_token', 'id_token', 'client_secret', 'code_verifier',
-];
-
-/**
- * Log lines never carry credentials, whatever a caller sends: secret headers wherever a headers
- * object is logged, secret fields up to two levels down (an error carrying a request body).
- * Request URLs are logged with secret query values masked (requestSerializer).
- */
-export const REDACTED_PATHS = [
-  ...SECRET_HEADERS.flatMap((header) => [`headers${header}`, `*.headers${header}`]),
-  ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
-];
-
-export function createLogger(config: Config, destination: DestinationStream): Logger {
-  return pino(
-    { level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, serializers: { req: requestSerializer } },
-    destination,
-  );
-}
-
-/** An injected logger writes where its caller decided; the core's own writes to stdout (see log-output.ts). */
-function coreLogger(config: Config, injected?: Logger): { logger: Logger; output?: LogOutput } {
-  if (injected) return { logger: injected };
-  const output = createLogOutput(config.logBufferBytes);
-  return { logger: createLogger(config, output), output };
-}
-
-function decodeKey(text: string, name = 'SVC_SECRET_KEY'): Buffer {
-  const key = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
-  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes, as 64 hex characters or base64`);
-  return key;
-}
-
-function resolvePreviousKey(config: Config, current: Buffer): Buffer | undefined {
-  if (!config.secretKeyPrevious) return undefined;
-  const previous = decodeKey(config.secretKeyPrevious, 'SVC_SECRET_KEY_PREVIOUS');
-  if (previous.equals(current)) throw new ConfigError('SVC_SECRET_KEY_PREVIOUS must differ from SVC_SECRET_KEY: it is the key being replaced');
-  return previous;
-}
-
-/** Embedded mode keeps its generated key beside the data; PostgreSQL deployments must share one. */
-function resolveSecretKey(config: Config): Buffer {
-  if (config.secretKey) return decodeKey(config.secretKey);
-  if (config.databaseUrl) {
-    throw new ConfigError('SVC_SECRET_KEY is required with DATABASE_URL, so that every instance decrypts the same data');
-  }
-  if (config.dataDir.startsWith('memory://')) return randomBytes(32);
-  const file = join(config.dataDir, 'secret.key');
-  if (existsSync(file)) return decodeKey(readFileSync(file, 'utf8').trim());
-  const key = randomBytes(32);
-  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
-  return key;
-}
-
+/** The core: the base services on a migrated store, and the mailer, authenticator and OAuth server above them. */
 export async function createCore(config: Config, options: CoreOptions = {}): Promise<Core> {
-  // The store opens first: its connections (PGlite: its compilation, off the main thread) proceed while the maps load.
-  const opening = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: options.schema, pgliteCluster: options.pgliteCluster });
-  let mappings: Mappings;
+  const base = await openBaseServices(config, options, migrate);
   try {
-    mappings = options.mappings ?? loadMappingsToServe();
-  } catch (error) {
-    await opening.then((db) => db.close()).catch(() => undefined);
-    throw error;
-  }
-  const { logger, output: logOutput } = coreLogger(config, options.logger);
-  const db = await opening;
-  let changes: ChangeFeed | undefined;
-  try {
-    changes = await openChangeFeed(db, logger);
-    await migrate(db);
-    const secretKey = resolveSecretKey(config);
-    const previousSecretKey = resolvePreviousKey(config, secretKey);
+    const { db, logger, now, secretKey, previousSecretKey, changes } = base;
     const idTokens =
       config.oidcIssuer && config.oidcAudience ? createIdTokenVerifier(config.oidcIssuer, config.oidcAudience) : undefined;
     const mailer = createMailer(db, config, logger);
-    const now = options.now ?? (() => new Date());
-    const metrics = createMetrics(mappings.sunset, now);
-    if (logOutput) metrics.registry.registerMetric(logOutput.droppedLines);
-    const feed = changes;
-    const legacyUsage = new UsageRecorder(
-      db,
-      (error) => logger.warn({ err: error }, 'legacy key usage not written; kept for the next flush'),
-      config.legacyUsageFlushMs,
-    );
     const keyFirstUse = new FirstUseRecorder(db, now, (error) => logger.warn({ err: error }, 'first use of an API key not written; retried on its next call'));
     const oauth = createOAuthServer({ config, db, secretKey, previousSecretKey, now, fetchClientMetadata: options.fetchClientMetadata });
-    const shared = await openSharedState(config, logger, metrics.registry, () => now().getTime());
     return {
-      config,
-      db,
-      logger,
-      auth: createAuthenticator(db, { idTokens, accessTokens: createAccessTokenVerifier(db, oauth, now), changes: feed }),
+      ...base,
+      auth: createAuthenticator(db, { idTokens, accessTokens: createAccessTokenVerifier(db, oauth, now), changes }),
       mailer,
-      secretKey,
-      previousSecretKey,
-      now,
-      mappings,
-      metrics,
       oauth,
-      changes: feed,
-      legacyUsage,
       keyFirstUse,
-      shared,
-      async close() {
-        await legacyUsage.close();
-        await keyFirstUse.settled();
-        await mailer.stop();
-        await shared.close();
-        await feed.close();
-        await db.close();
-      },
-      endLogs: (withinMs) => logOutput?.end(withinMs) ?? Promise.resolve(),
+      // The v2 usage is written first (the cutover's quiet-key decisions read it); a mail send may outlast the grace.
+      close: () =>
+        base.close(async () => {
+          await keyFirstUse.settled();
+          await mailer.stop();
+        }),
     };
   } catch (error) {
-    await changes?.close().catch(() => undefined);
-    await db.close().catch(() => undefined);
+    await base.close().catch(() => undefined);
     throw error;
   }
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
-import { createLogger } from '../../src/app/core.js';
+import { createLogger } from '../../src/app/base-services.js';
 import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { baseApp } from '../../src/app/http-app.js';
 import { createLogOutput } from '../../src/kit/log-output.js';
