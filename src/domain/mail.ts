@@ -28,7 +28,8 @@ export interface Mailer {
 }
 
 const MAX_ATTEMPTS = 5;
-const RETRY_INTERVAL_MS = 30_000;
+/** How often queued mail is sent again while SMTP_URL is set. */
+export const MAIL_RETRY_INTERVAL_MS = 30_000;
 
 export function createMailer(db: Db, config: Config, logger: Logger): Mailer {
   let transport: Transporter | undefined;
@@ -85,7 +86,7 @@ export function createMailer(db: Db, config: Config, logger: Logger): Mailer {
   };
 
   if (config.smtpUrl) {
-    timer = setInterval(() => void flush(), RETRY_INTERVAL_MS);
+    timer = setInterval(() => void flush(), MAIL_RETRY_INTERVAL_MS);
     timer.unref();
   }
 

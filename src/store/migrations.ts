@@ -1,5 +1,5 @@
 import { raw, sql } from './sql.js';
-import type { Db } from './db.js';
+import type { Db, Queryable } from './db.js';
 
 /**
  * Ordered schema migrations. Applied once each, inside a transaction, under an advisory lock
@@ -586,13 +586,15 @@ CREATE INDEX legacy_key_events_company_idx ON legacy_key_events (company_id, at 
 
 const LOCK_KEY = 4_242_001;
 
+const appliedMigrations = async (db: Queryable) => new Set((await db.query<{ id: string }>(sql`SELECT id FROM schema_migrations`)).map((r) => r.id));
+
 export async function migrate(db: Db): Promise<string[]> {
   return db.transaction(async (tx) => {
     await tx.query(sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`);
     await tx.query(
       sql`CREATE TABLE IF NOT EXISTS schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
-    const done = new Set((await tx.query<{ id: string }>(sql`SELECT id FROM schema_migrations`)).map((r) => r.id));
+    const done = await appliedMigrations(tx);
     const applied: string[] = [];
     for (const migration of MIGRATIONS) {
       if (done.has(migration.id)) continue;
@@ -604,6 +606,16 @@ export async function migrate(db: Db): Promise<string[]> {
     }
     return applied;
   });
+}
+
+/**
+ * The migrations of this build that `db` has not applied, in order; none when its schema is this
+ * build's or newer. Only reads: a process that must not migrate (the gateway apart) checks with it.
+ */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const [table] = await db.query<{ present: boolean }>(sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`);
+  const done = table!.present ? await appliedMigrations(db) : new Set<string>();
+  return MIGRATIONS.map((migration) => migration.id).filter((id) => !done.has(id));
 }
 
 /** Splits on semicolons outside $$-quoted function bodies; our migrations hold none inside literals. */

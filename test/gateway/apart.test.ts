@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
+import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
@@ -7,9 +8,13 @@ import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { NOT_USER_BOUND_MESSAGE } from '../../src/access/authenticate.js';
 import { loadConfig } from '../../src/kit/config.js';
 import { createCore, type Core } from '../../src/app/core.js';
+import { createGatewayCore, type GatewayCore } from '../../src/app/gateway-core.js';
 import { buildGatewayApp } from '../../src/app/gateway-app.js';
 import { mintSuccessorKey } from '../../src/migration/cutover.js';
 import { createLegacyKey, resolveLegacyKey } from '../../src/legacy/legacy-keys.js';
+import { sql } from '../../src/store/sql.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import { MAIL_RETRY_INTERVAL_MS } from '../../src/domain/mail.js';
 import { backends, client, TEST_SECRET_KEY, freePort, adminQuery, EVENTUALLY } from '../helpers/harness.js';
 import { LegacyV2Server } from '../helpers/legacy-v2.js';
 import { runCommandSync, ServerProcess, SVC_SERVER } from '../helpers/server-process.js';
@@ -17,6 +22,8 @@ import { runCommandSync, ServerProcess, SVC_SERVER } from '../helpers/server-pro
 /*
  * The separate deployment: the core runs as its own process, the gateway in this one on the same
  * PostgreSQL schema, reaching the core over HTTP. PGlite cannot be shared, so PostgreSQL only.
+ * The gateway runs on what `svc-server gateway` builds (createGatewayCore); a full core in this
+ * process does what an operator or admin would (registering keys, minting successors).
  */
 
 // Outside the brownouts of sunset.yaml, so v2 answers.
@@ -27,7 +34,8 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
   const schema = `t_${randomBytes(6).toString('hex')}`;
   let env: NodeJS.ProcessEnv;
   let coreProcess: ServerProcess;
-  let core: Core;
+  let core: GatewayCore;
+  let operator: Core;
   let gateway: FastifyInstance;
   let upstream: string;
   let demo: { apiKeys: Record<string, string>; legacyKeys: { full: string; addressOnly: string } };
@@ -45,7 +53,8 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     upstream = coreProcess.summary.url;
 
     const config = loadConfig({}, { databaseUrl: url.toString(), secretKey: TEST_SECRET_KEY, logLevel: 'silent', legacyV2TimeoutMs: 2000 });
-    core = await createCore(config, { logger: pino({ level: 'silent' }), now: () => NOW });
+    core = await createGatewayCore(config, { logger: pino({ level: 'silent' }), now: () => NOW });
+    operator = await createCore(config, { logger: pino({ level: 'silent' }), now: () => NOW });
     gateway = await buildGatewayApp(core, upstream);
     await gateway.ready();
   }, 120_000);
@@ -54,6 +63,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     await coreProcess?.kill9();
     await gateway?.close();
     await core?.close();
+    await operator?.close();
     await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
   });
 
@@ -194,7 +204,9 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
     }
   });
 
-  it('runs as svc-server gateway, and refuses to without PostgreSQL', async () => {
+  it('runs as svc-server gateway on a database as new as its build or newer, and refuses to without PostgreSQL', async () => {
+    // A core upgraded first has applied a migration this build does not know: the gateway still serves.
+    await adminQuery(`INSERT INTO ${schema}.schema_migrations (id) VALUES ('9999_from_a_newer_core')`);
     const port = await freePort();
     const gatewayProcess = ServerProcess.launch([process.execPath, SVC_SERVER, 'gateway', '--upstream', upstream, '--port', String(port)], { url: `http://127.0.0.1:${port}`, env });
     try {
@@ -203,12 +215,71 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
       const me = (key: string) => fetch(`${gatewayProcess.url}/v4/me`, { headers: { 'x-api-key': key } });
       expect((await me(demo.apiKeys.admin!)).status).toBe(200);
       expect((await me(demo.legacyKeys.full)).status).toBe(401);
+      // Its own metrics: the gateway's, the process's, its log output's.
+      const metrics = await (await fetch(`${gatewayProcess.url}/metrics`)).text();
+      for (const series of ['svc_v4_legacy_key_rejections_total{surface="rest"} 1', 'svc_v2_sunset_timestamp_seconds ', 'process_cpu_user_seconds_total ', 'svc_log_lines_dropped_total ']) {
+        expect(metrics).toContain(series);
+      }
     } finally {
       await gatewayProcess.stop();
+      await adminQuery(`DELETE FROM ${schema}.schema_migrations WHERE id = '9999_from_a_newer_core'`);
     }
     const embedded = runCommandSync(['gateway', '--upstream', upstream], { ...env, DATABASE_URL: '' });
     expect(embedded.status).toBe(1);
     expect(embedded.stderr).toContain('set DATABASE_URL');
+  });
+
+  it('refuses a database the core has not migrated, and creates nothing in it', async () => {
+    const empty = `t_${randomBytes(6).toString('hex')}`;
+    await adminQuery(`CREATE SCHEMA ${empty}`);
+    try {
+      const url = new URL(env.DATABASE_URL!);
+      url.searchParams.set('options', `-c search_path=${empty}`);
+      const gateway = async () => runCommandSync(['gateway', '--upstream', upstream, '--port', String(await freePort())], { ...env, DATABASE_URL: url.toString() });
+      const refused = await gateway();
+      expect(refused.status).toBe(1);
+      // No schema at all: most likely a DATABASE_URL other than the core's, so the message says where it looked.
+      expect(refused.stderr).toContain(`No service schema in database ${new URL(env.DATABASE_URL!).pathname.slice(1)}, schema ${empty}: is DATABASE_URL the one the core uses?`);
+      const tables = await core.db.query(sql`SELECT table_name FROM information_schema.tables WHERE table_schema = ${empty}`);
+      expect(tables).toEqual([]);
+      // A schema a core of an older build migrated: the core must be upgraded first.
+      await adminQuery(`CREATE TABLE ${empty}.schema_migrations (id text PRIMARY KEY); INSERT INTO ${empty}.schema_migrations VALUES ('${MIGRATIONS[0]!.id}')`);
+      const behind = await gateway();
+      expect(behind.status).toBe(1);
+      expect(behind.stderr).toContain(`schema ${empty} lacks ${MIGRATIONS.length - 1} schema migration(s) this gateway needs (${MIGRATIONS[1]!.id} to ${MIGRATIONS.at(-1)!.id})`);
+      expect(behind.stderr).toContain('start or upgrade the core');
+    } finally {
+      await adminQuery(`DROP SCHEMA ${empty} CASCADE`);
+    }
+  });
+
+  it('builds no mailer: mail queued in the outbox is never sent to SMTP_URL', async () => {
+    const connections: Socket[] = [];
+    // Takes the connection a mailer would open, and drops it: the send fails at once.
+    const smtp = createTcpServer((socket) => {
+      connections.push(socket);
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    const [company] = await core.db.query<{ id: string }>(sql`SELECT id FROM companies ORDER BY id LIMIT 1`);
+    await core.db.query(sql`INSERT INTO outbox (id, company_id, kind, recipient, subject, body)
+      VALUES ('mail_apart', ${company!.id}, 'test', 'someone@acme.example', 'Queued', 'Left for the core to send')`);
+    const smtpUrl = `smtp://127.0.0.1:${(smtp.address() as AddressInfo).port}`;
+    // The mailer sends on an interval: faked, so its turn comes at once; closing waits for a send under way.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const mailless = await createGatewayCore(loadConfig({}, { databaseUrl: env.DATABASE_URL, secretKey: TEST_SECRET_KEY, logLevel: 'silent', smtpUrl }), {
+        logger: pino({ level: 'silent' }),
+      });
+      await vi.advanceTimersByTimeAsync(MAIL_RETRY_INTERVAL_MS);
+      await mailless.close();
+      expect(connections).toHaveLength(0);
+      expect(await core.db.query(sql`SELECT status, attempts FROM outbox WHERE id = 'mail_apart'`)).toEqual([{ status: 'queued', attempts: 0 }]);
+    } finally {
+      vi.useRealTimers();
+      smtp.close();
+      await core.db.query(sql`DELETE FROM outbox WHERE id = 'mail_apart'`);
+    }
   });
 
   it('serves the shadow report where the check runs, the caller authenticated by the core', { timeout: 60_000 }, async () => {
@@ -222,7 +293,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
       shadowTimeoutMs: 3000,
       shadowMaxInFlight: 1,
     };
-    const shadowCore = await createCore(loadConfig({}, shadowConfig), { logger: pino({ level: 'silent' }), now: () => NOW });
+    const shadowCore = await createGatewayCore(loadConfig({}, shadowConfig), { logger: pino({ level: 'silent' }), now: () => NOW });
     const shadowGateway = await buildGatewayApp(shadowCore, upstream);
     const key = await resolveLegacyKey(shadowCore, demo.legacyKeys.full);
     if (key.status !== 'active') throw new Error('the demo legacy key is not active');
@@ -243,9 +314,9 @@ describe.each(backends().filter((b) => b === 'postgres'))('v2 gateway apart from
       expect(refused.status).toBe(403);
       expect(refused.body.error.code).toBe('admin_only');
       // An integration's successor key holds mcp:company:read as an admin of its company, yet never reads the migration.
-      const integration = await createLegacyKey(shadowCore, shadowCore.mappings, { companyId: key.companyId, name: 'Shadow reader', scopes: ['api.company.addresses.get'] });
-      const grantor = { ...(await shadowCore.auth.authenticate({ 'x-api-key': demo.apiKeys.admin })), companyIds: [key.companyId], capabilities: new Set(['mcp:company:read'] as const) };
-      const successor = await mintSuccessorKey(shadowCore, integration.id, grantor, { capabilities: ['mcp:company:read'] });
+      const integration = await createLegacyKey(operator, operator.mappings, { companyId: key.companyId, name: 'Shadow reader', scopes: ['api.company.addresses.get'] });
+      const grantor = { ...(await operator.auth.authenticate({ 'x-api-key': demo.apiKeys.admin })), companyIds: [key.companyId], capabilities: new Set(['mcp:company:read'] as const) };
+      const successor = await mintSuccessorKey(operator, integration.id, grantor, { capabilities: ['mcp:company:read'] });
       const integrationAsks = await report(successor.successor.apiKey);
       expect([integrationAsks.status, integrationAsks.body.error.code]).toEqual([403, 'non_personal_user']);
       const unknown = await report('sk_live_not_a_key');

@@ -54,8 +54,9 @@ export function addServeCommands(program: Command): void {
     }
     const upstream = z.url({ protocol: /^https?$/ }).safeParse(flags.upstream);
     if (!upstream.success) throw new ConfigError(`--upstream must be the core’s http(s) base URL, got ${flags.upstream}`);
-    const [{ createCore }, { buildGatewayApp }] = await Promise.all([import('../core.js'), import('../gateway-app.js')]);
-    const core = await createCore(config);
+    const [{ createGatewayCore }, { buildGatewayApp }] = await Promise.all([import('../gateway-core.js'), import('../gateway-app.js')]);
+    // Only what the gateway reads: no mailer or OAuth server, and the schema checked, never migrated (the core's job).
+    const core = await createGatewayCore(config);
     const app = await buildGatewayApp(core, upstream.data);
     const url = await listenUntilSignalled(app, core, config);
     output(flags, { url, upstream: upstream.data }, `Gateway serving ${url} in front of ${upstream.data}`);
