@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import nock from 'nock';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createCore, type Core } from '../../src/app/core.js';
+import { createGatewayCore, type GatewayCore } from '../../src/app/gateway-core.js';
 import { buildGatewayApp } from '../../src/app/gateway-app.js';
 import { createLegacyKey, disableLegacyKey, legacyKeyUsage, resolveLegacyKey } from '../../src/legacy/legacy-keys.js';
 import { defaultMappingsDir, loadMappings } from '../../src/legacy/mappings.js';
@@ -50,7 +50,7 @@ interface Golden {
   calls: RecordedV4Call[] | ((res: ApiResponse) => RecordedV4Call[]);
 }
 
-/** The gateway in the service (together), or as its own app and core on the same schema, calling the service over HTTP (apart; PostgreSQL only). */
+/** The gateway in the service (together), or as its own app on the gateway's services on the same schema, calling the service over HTTP (apart; PostgreSQL only). */
 type Deployment = 'together' | 'apart';
 const DEPLOYMENTS = backends().flatMap((backend): [Backend, Deployment][] =>
   backend === 'postgres' ? [[backend, 'together'], [backend, 'apart']] : [[backend, 'together']],
@@ -61,7 +61,7 @@ async function startGateway(
   t: TestApp,
   deployment: Deployment,
   recorder: ReturnType<typeof v4Recorder>,
-): Promise<{ app: FastifyInstance; core: Core; close(): Promise<void> }> {
+): Promise<{ app: FastifyInstance; core: GatewayCore; close(): Promise<void> }> {
   if (deployment === 'together') {
     // The service's routes as buildApp registers them (docs aside), on the test's core.
     const app = baseApp(t.core);
@@ -73,7 +73,7 @@ async function startGateway(
   }
   if (!t.app.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
   const [row] = await t.core.db.query<{ schema: string }>(sql`SELECT current_schema() AS schema`);
-  const core = await createCore(t.core.config, { logger: pino({ level: 'silent' }), now: () => NOW, schema: row!.schema });
+  const core = await createGatewayCore(t.core.config, { logger: pino({ level: 'silent' }), now: () => NOW, schema: row!.schema });
   const app = await buildGatewayApp(core, `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`, recorder.wrap);
   await app.ready();
   return {
