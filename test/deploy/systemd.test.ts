@@ -100,6 +100,13 @@ describe.each(backends().filter((b) => b === 'postgres' && redisUrl()))('the uni
     expect(refused.output()).toContain('SVC_SECRET_KEY');
   });
 
+  // A gateway exits 1 while no core has migrated the database (test/gateway/apart.test.ts): after a reboot or an
+  // upgrade it is restarted until one has, never left stopped by systemd's default start limit.
+  it('restarts a gateway that failed to start for as long as it takes', () => {
+    expect(unitValue(gateway, 'Service', 'Restart')).toBe('on-failure');
+    expect(unitValue(gateway, 'Unit', 'StartLimitIntervalSec')).toBe('0');
+  });
+
   it('serves /readyz from a core and from a gateway in front of it, and stops the core with exit 0 on SIGTERM', async () => {
     const corePort = await freePort();
     const coreProcess = startUnit(core, corePort, { ...readEnvFile(deployFile('systemd/core.env')), ...machine });
