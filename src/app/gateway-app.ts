@@ -2,7 +2,7 @@ import proxy from '@fastify/http-proxy';
 import type { FastifyInstance } from 'fastify';
 import type { Capability, Role } from '../access/capabilities.js';
 import type { GatewayDeps } from '../gateway/deps.js';
-import { baseApp } from './http-app.js';
+import { baseApp } from './base-app.js';
 import { callUpstream } from '../kit/upstream.js';
 import { shadowReportFor } from '../migration/operations/shadow-report.js';
 import { httpV4Client } from '../gateway/http-v4-client.js';

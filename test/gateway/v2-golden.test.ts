@@ -11,7 +11,7 @@ import { defaultMappingsDir, loadMappings } from '../../src/legacy/mappings.js';
 import { routeAnchor } from '../../src/migration/migration-guide.js';
 import { registerV2Routes } from '../../src/gateway/v2-routes.js';
 import { inProcessV4 } from '../../src/gateway/v4-client.js';
-import { baseApp } from '../../src/app/http-app.js';
+import { baseApp } from '../../src/app/base-app.js';
 import { registerRestRoutes } from '../../src/http/rest.js';
 import { OPERATIONS } from '../../src/app/operation-table.js';
 import { MAX_PAGE_SIZE } from '../../src/operations/common.js';

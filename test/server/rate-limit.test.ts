@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseApp } from '../../src/app/http-app.js';
+import { baseApp } from '../../src/app/base-app.js';
 import { rateLimited } from '../../src/http/rate-limit.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 import { dropKeys, redisUrl, sharedStateKinds, uniquePrefix } from '../shared-state/redis-support.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
 import { createLogger } from '../../src/app/base-services.js';
 import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
-import { baseApp } from '../../src/app/http-app.js';
+import { baseApp } from '../../src/app/base-app.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 
 /*

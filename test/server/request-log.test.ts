@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/kit/config.js';
 import { createLogger } from '../../src/app/base-services.js';
 import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
-import { baseApp } from '../../src/app/http-app.js';
+import { baseApp } from '../../src/app/base-app.js';
 import { createLogOutput } from '../../src/kit/log-output.js';
 import { EVENTUALLY, startListeningApp, type ListeningTestApp } from '../helpers/harness.js';
 import { authorizeQuery, register } from '../oauth/support.js';

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
-import { baseApp } from '../../src/app/http-app.js';
+import { baseApp } from '../../src/app/base-app.js';
 import { SIGN_IN_LIMITS } from '../../src/pages/account-pages.js';
 import { SharedStateUnavailable } from '../../src/shared-state/index.js';
 import { startListeningApp, startTestApp, type ListeningTestApp, type TestApp } from '../helpers/harness.js';
