@@ -2,6 +2,7 @@ import { createHmac, createPrivateKey, generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { ClientMetadata, GrantModel, Provider } from 'oidc-provider';
 import type { Config } from '../kit/config.js';
+import { loadOnce } from '../kit/load-once.js';
 import { serviceAddresses } from './addresses.js';
 import type { Queryable } from '../store/db.js';
 import { sql } from '../store/sql.js';
@@ -101,11 +102,10 @@ export function isMetadataDocumentClient(clientId: string): boolean {
 
 export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
   // One signing key for every address's provider, made on the thread pool while the first one loads.
-  let jwks: ReturnType<typeof ephemeralJwks> | undefined;
+  const signingKey = loadOnce(ephemeralJwks);
   const addresses = serviceAddresses(options.config, (issuer): OAuthAddress => {
     const resource = `${issuer}/mcp`;
-    let loading: Promise<Provider> | undefined;
-    return { issuer, resource, provider: () => (loading ??= buildProvider(options, issuer, resource, (jwks ??= ephemeralJwks()))) };
+    return { issuer, resource, provider: loadOnce(() => buildProvider(options, issuer, resource, signingKey())) };
   });
   return {
     ...addresses.configured,
@@ -114,7 +114,7 @@ export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
   };
 }
 
-async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string, signingKey: ReturnType<typeof ephemeralJwks>): Promise<Provider> {
+async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string, signingKey: Promise<Awaited<ReturnType<typeof ephemeralJwks>>>): Promise<Provider> {
   const { config, db, secretKey, previousSecretKey, now, fetchClientMetadata } = options;
   // oidc-provider 9 warns once at import on Node 20 (it supports 22+); our tests cover its use here.
   const [{ Provider, errors }, jwks] = await Promise.all([import('oidc-provider'), signingKey]);

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import { AppError } from '../kit/errors.js';
-import { loadAfterListen, loadOnce, type LoadOnce } from '../kit/load-once.js';
+import { loadAfterListen } from '../kit/load-once.js';
 import type { HttpDeps } from '../http/deps.js';
 import { rateLimited } from '../http/rate-limit.js';
 import { noteErrorCode } from '../http/request-log.js';
@@ -157,23 +157,21 @@ export async function registerOAuthRoutes(app: FastifyInstance, core: OAuthDeps)
   app.get('/.well-known/oauth-authorization-server', async (request, reply) =>
     reply.header('cache-control', 'public, max-age=300').send(authorizationServerMetadata(addressOf(request))),
   );
-  // Each address's provider as a request handler, observed once.
-  const handlers = new Map<string, LoadOnce<ReturnType<Provider['callback']>>>();
+  // Each address's provider (loaded once, a failed load tried again) as a request handler, observed once.
+  const handlers = new WeakMap<Provider, ReturnType<Provider['callback']>>();
   const counters = oauthCounters(core.metrics.registry);
-  const handlerFor = (address: OAuthAddress) => {
-    let handler = handlers.get(address.issuer);
+  const handlerFor = async (address: OAuthAddress) => {
+    const provider = await address.provider();
+    let handler = handlers.get(provider);
     if (!handler) {
-      handler = loadOnce(async () => {
-        const provider = await address.provider();
-        observeOAuth(provider, counters);
-        noteProviderRefusals(provider);
-        return provider.callback();
-      });
-      handlers.set(address.issuer, handler);
+      observeOAuth(provider, counters);
+      noteProviderRefusals(provider);
+      handler = provider.callback();
+      handlers.set(provider, handler);
     }
-    return handler();
+    return handler;
   };
-  // oidc-provider is the largest module tree.
+  // oidc-provider is the largest module tree: the instance is ready sooner without it.
   loadAfterListen(app, core.logger, 'The OAuth provider', () => handlerFor(oauth));
   /** Lets the provider write the answer itself. */
   const handle = async (request: FastifyRequest, reply: FastifyReply) => {
