@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildLabel, capacityRatio, capacityRatioNote, createBenchSchema, measureRounds, openMcpSession, pairedRatio, PAIRED_RATIO_NOTE, ROUNDS_NOTE, SECRET_KEY, writeResults, type LoadTarget } from './lib.js';
+import { buildEdits, buildLabel, capacityRatio, capacityRatioNote, createBenchSchema, measureRounds, openMcpSession, pairedRatio, PAIRED_RATIO_NOTE, ROUNDS_NOTE, SECRET_KEY, writeResults, type LoadTarget } from './lib.js';
 import { freePort } from '../test/helpers/ports.js';
 import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/limits.js';
 
@@ -83,18 +83,23 @@ try {
     baselines.map((_, b) => {
       const a = results[`${surface} — 0`]!;
       const other = results[`${surface} — ${b + 1}`]!;
-      return [surface, labels[b + 1]!, a.requestsPerSecond, other.requestsPerSecond, pairedRatio(a, other), capacityRatio(a, other), `${a.p50} / ${other.p50}`, a.cpuMicrosPerRequest, other.cpuMicrosPerRequest, a.errors + other.errors];
+      return [surface, labels[b + 1]!, a.requestsPerSecond, other.requestsPerSecond, pairedRatio(a, other), capacityRatio(a, other), `${a.p50} / ${other.p50}`, a.cpuMicrosPerRequest, other.cpuMicrosPerRequest, `${a.databaseCpuMicrosPerRequest} / ${other.databaseCpuMicrosPerRequest}`, a.errors + other.errors];
     }),
   );
   const text = await writeResults(
     'builds',
-    `BENCH_BASELINE=${baselines.join(',')} npm run bench -- builds`,
-    ['read', 'baseline', 'this req/s', 'baseline req/s', 'this ÷ baseline', 'capacity ratio', 'p50 ms (this / baseline)', 'CPU µs/req (this)', 'CPU µs/req (baseline)', 'errors'],
+    'npm run bench -- builds',
+    ['read', 'baseline', 'this req/s', 'baseline req/s', 'this ÷ baseline', 'capacity ratio', 'p50 ms (this / baseline)', 'CPU µs/req (this)', 'CPU µs/req (baseline)', 'PostgreSQL CPU µs/req (this / baseline)', 'errors'],
     rows,
     [
       `This checkout: ${labels[0]}. Each build is \`node dist/src/main.js serve --demo\` on its own PostgreSQL schema with Redis, LOG_LEVEL silent.`,
       `Load: autocannon, ${MCP_IN_FLIGHT_PER_CREDENTIAL} connections (the most MCP requests one key may have in flight; the others alike), ${SECONDS} s a run. ${ROUNDS_NOTE} ${PAIRED_RATIO_NOTE}`,
       capacityRatioNote('the baseline’s', 'this one’s', 'each server process’s'),
+      'PostgreSQL CPU µs/req: that of every postgres process on the machine while the row ran, over its requests answered: what a request costs the database, which a change adding a round trip raises and the server’s own CPU does not show.',
+      ...roots.flatMap((root, i) => {
+        const edits = buildEdits(root);
+        return edits ? [`${labels[i]} differs from its commit: ${edits}.`] : [];
+      }),
     ],
   );
   process.stdout.write(text);

@@ -375,10 +375,22 @@ export function buildLabel(root: string): string {
   try {
     const commit = execFileSync('git', ['-C', root, 'log', '-1', '--format=%h'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const edited = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
-    return `${commit}${edited ? ' (edited)' : ''}`;
+    return edited ? `${commit} edited (${root})` : commit;
   } catch {
     return root;
   }
+}
+
+/** What an edited build changes beside its commit, for a results note: its diff's changed lines, or its files when that is long. */
+export function buildEdits(root: string): string | undefined {
+  const git = (...args: string[]) => execFileSync('git', ['-C', root, ...args], { encoding: 'utf8' }).trim();
+  const lines = git('diff', '--unified=0', '--no-color')
+    .split('\n')
+    .filter((line) => /^[-+](?![-+]{2} )/.test(line))
+    .map((line) => line.replace(/^([-+])\s+/, '$1 '));
+  if (lines.length === 0) return undefined;
+  const shown = lines.map((line) => `\`${line}\``).join(' ');
+  return shown.length <= 400 ? `${git('diff', '--name-only').split('\n').join(', ')}, ${shown}` : git('diff', '--shortstat');
 }
 
 /** How capacityRatio's figures read, for the notes of a benchmark that quotes them: whose CPU is divided by whose. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { apartFromServers, createBenchSchema, SECRET_KEY, writeResults } from './lib.js';
+import { apartFromServers, buildLabel, createBenchSchema, SECRET_KEY, writeResults } from './lib.js';
 import { untilHealthy } from '../test/helpers/healthz.js';
 import { freePort } from '../test/helpers/ports.js';
 import { ServerProcess } from '../test/helpers/server-process.js';
@@ -27,9 +27,9 @@ interface Build {
   label: string;
   root: string;
 }
-const builds: Build[] = [{ label: 'this checkout', root: here }];
+const builds: Build[] = [{ label: `this checkout, ${buildLabel(here)}`, root: here }];
 const baseline = process.env.BENCH_START_BASELINE;
-if (baseline) builds.push({ label: `baseline (${baseline})`, root: baseline });
+if (baseline) builds.push({ label: `baseline, ${buildLabel(baseline)}`, root: baseline });
 for (const build of builds) {
   if (!existsSync(join(build.root, 'dist/src/main.js'))) throw new Error(`${build.root}/dist/src/main.js is missing: run npm run build there`);
 }
