@@ -370,11 +370,14 @@ export const ROUNDS_NOTE = `Each row: the median-throughput run of ${ROUNDS} rou
 /** How pairedRatio's figures read, for the notes of a benchmark that quotes them. */
 export const PAIRED_RATIO_NOTE = `A ratio (pairedRatio): the median of its ${ROUNDS} ratios within a round, then their range in brackets; rows of one round run back to back.`;
 
+/** What a run writes, so a build is not called edited for holding the results of the run that measures it. */
+const RESULTS_FILES = [':!bench/RESULTS.md', ':!bench/results'];
+
 /** A build as a results table names it: its commit, and whether its tree differs from it; a path if it is no git checkout. */
 export function buildLabel(root: string): string {
   try {
     const commit = execFileSync('git', ['-C', root, 'log', '-1', '--format=%h'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const edited = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    const edited = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no', '--', '.', ...RESULTS_FILES], { encoding: 'utf8' }).trim() !== '';
     return edited ? `${commit} edited (${root})` : commit;
   } catch {
     return root;
@@ -384,13 +387,13 @@ export function buildLabel(root: string): string {
 /** What an edited build changes beside its commit, for a results note: its diff's changed lines, or its files when that is long. */
 export function buildEdits(root: string): string | undefined {
   const git = (...args: string[]) => execFileSync('git', ['-C', root, ...args], { encoding: 'utf8' }).trim();
-  const lines = git('diff', '--unified=0', '--no-color')
+  const lines = git('diff', '--unified=0', '--no-color', '--', '.', ...RESULTS_FILES)
     .split('\n')
     .filter((line) => /^[-+](?![-+]{2} )/.test(line))
     .map((line) => line.replace(/^([-+])\s+/, '$1 '));
   if (lines.length === 0) return undefined;
   const shown = lines.map((line) => `\`${line}\``).join(' ');
-  return shown.length <= 400 ? `${git('diff', '--name-only').split('\n').join(', ')}, ${shown}` : git('diff', '--shortstat');
+  return shown.length <= 400 ? `${git('diff', '--name-only', '--', '.', ...RESULTS_FILES).split('\n').join(', ')}, ${shown}` : git('diff', '--shortstat', '--', '.', ...RESULTS_FILES);
 }
 
 /** How capacityRatio's figures read, for the notes of a benchmark that quotes them: whose CPU is divided by whose. */
