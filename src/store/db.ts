@@ -298,7 +298,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       // A round trip on the listening connection, bounded: what stalls it is treated as a lost connection.
       // The timer is cleared on the answer: round trips run on the request path, one per cache hit.
       // An empty query: PostgreSQL orders notifications by when it reads a query, not by what the query
-      // does, and an empty one skips parsing, planning and a row (decision record 0008).
+      // does, and an empty one has nothing to plan or execute and no row (decision record 0008).
       const roundTrip = (target: NonNullable<typeof current>) => {
         const sentAt = performance.now();
         let timer: NodeJS.Timeout | undefined;
@@ -352,8 +352,8 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
         if (attempt > 0) onGap(true);
       };
       await connect(0);
-      // The backend sends pending notifications before the answer to a query it reads after they were
-      // signalled, so a query sent after a commit elsewhere returns after that commit's notification.
+      // The backend sends pending notifications before it ends its answer to a query it reads after they
+      // were signalled, so a query sent after a commit elsewhere returns after that commit's notification.
       // Callers arriving before a round trip is sent share it; later ones wait for the next. A caller
       // asking as of an earlier moment (its request's arrival) needs none if one was sent since.
       let unsent: Promise<void> | undefined;
