@@ -95,7 +95,7 @@ try {
       `This checkout: ${labels[0]}. Each build is \`node dist/src/main.js serve --demo\` on its own PostgreSQL schema with Redis, LOG_LEVEL silent.`,
       `Load: autocannon, ${MCP_IN_FLIGHT_PER_CREDENTIAL} connections (the most MCP requests one key may have in flight; the others alike), ${SECONDS} s a run. ${ROUNDS_NOTE} ${PAIRED_RATIO_NOTE}`,
       capacityRatioNote('the baseline’s', 'this one’s', 'each server process’s'),
-      'PostgreSQL CPU µs/req: that of every postgres process on the machine while the row ran, over its requests answered: what a request costs the database, which a change adding a round trip raises and the server’s own CPU does not show.',
+      'PostgreSQL CPU µs/req: that of every postgres process on this machine while the row ran (the other builds’ idle connections included), over the row’s requests answered. The req/s, p50 and CPU columns are each build’s own median run, often of different rounds, so their quotients need not equal the paired ratios.',
       ...roots.flatMap((root, i) => {
         const edits = buildEdits(root);
         return edits ? [`${labels[i]} differs from its commit: ${edits}.`] : [];

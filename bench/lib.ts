@@ -384,16 +384,28 @@ export function buildLabel(root: string): string {
   }
 }
 
-/** What an edited build changes beside its commit, for a results note: its diff's changed lines, or its files when that is long. */
+/**
+ * What an edited build changes beside its commit (staged or not), for a results note: its diff's changed
+ * lines, or a count of them when that is long; undefined for an unedited build or no git checkout.
+ */
 export function buildEdits(root: string): string | undefined {
-  const git = (...args: string[]) => execFileSync('git', ['-C', root, ...args], { encoding: 'utf8' }).trim();
-  const lines = git('diff', '--unified=0', '--no-color', '--', '.', ...RESULTS_FILES)
-    .split('\n')
-    .filter((line) => /^[-+](?![-+]{2} )/.test(line))
-    .map((line) => line.replace(/^([-+])\s+/, '$1 '));
-  if (lines.length === 0) return undefined;
-  const shown = lines.map((line) => `\`${line}\``).join(' ');
-  return shown.length <= 400 ? `${git('diff', '--name-only', '--', '.', ...RESULTS_FILES).split('\n').join(', ')}, ${shown}` : git('diff', '--shortstat', '--', '.', ...RESULTS_FILES);
+  const diff = (...args: string[]) =>
+    execFileSync('git', ['-C', root, 'diff', '--no-ext-diff', '--no-color', ...args, 'HEAD', '--', '.', ...RESULTS_FILES], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  try {
+    const lines = diff('--unified=0')
+      .split('\n')
+      .filter((line) => /^[-+]/.test(line) && !/^(--- a\/|\+\+\+ b\/|--- \/dev\/null|\+\+\+ \/dev\/null)/.test(line))
+      .map((line) => line.replace(/^([-+])\s+/, '$1 '));
+    if (lines.length === 0) return undefined;
+    // A line holding a backtick gets a longer fence, as Markdown allows.
+    const shown = lines.map((line) => (line.includes('`') ? `\`\` ${line} \`\`` : `\`${line}\``)).join(' ');
+    return shown.length <= 400 ? `${diff('--name-only').split('\n').join(', ')}, ${shown}` : diff('--shortstat');
+  } catch {
+    return undefined;
+  }
 }
 
 /** How capacityRatio's figures read, for the notes of a benchmark that quotes them: whose CPU is divided by whose. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { apartFromServers, buildLabel, createBenchSchema, SECRET_KEY, writeResults } from './lib.js';
+import { apartFromServers, buildEdits, buildLabel, createBenchSchema, SECRET_KEY, writeResults } from './lib.js';
 import { untilHealthy } from '../test/helpers/healthz.js';
 import { freePort } from '../test/helpers/ports.js';
 import { ServerProcess } from '../test/helpers/server-process.js';
@@ -158,8 +158,12 @@ const text = await writeResults(
   [
     `Median of ${RUNS} starts each, builds in turn (every other run in reverse order), after one unmeasured start of each. From spawning`,
     '`node dist/src/main.js serve` to the first `/readyz` 200 (polled every 5 ms), and to the first 200 of `/api/oauth/jwks`.',
-    'Under load: another instance on the same PostgreSQL schema answers `GET /v4/employees/{id}` to 10 autocannon connections meanwhile.',
+    'Under load: another instance (this checkout, on PostgreSQL with Redis, on the schema of the PostgreSQL rows) answers `GET /v4/employees/{id}` to 10 autocannon connections meanwhile, whichever store the measured start uses.',
     'The embedded store restarts on a data directory a first start migrated, as a second `npm start` does.',
+    ...builds.flatMap(({ label, root }) => {
+      const edits = buildEdits(root);
+      return edits ? [`${label} differs from its commit: ${edits}.`] : [];
+    }),
   ],
 );
 process.stdout.write(text);
