@@ -18,6 +18,21 @@ import { keyWith } from '../helpers/keys.js';
 
 const me = (core: Core, apiKey: string) => core.auth.authenticate({ 'x-api-key': apiKey });
 
+/**
+ * Each turn of the feed between live and deaf, as its subscribers see it. A credential change heard
+ * meanwhile (every listening connection delivers its own copy, some after the test's own writes) also
+ * reaches subscribers, but leaves `live` as it was, so it is no turn.
+ */
+function liveStates(changes: Core['changes']): boolean[] {
+  const turns: boolean[] = [];
+  let last = changes.live;
+  changes.subscribe('credentials', () => {
+    if (changes.live !== last) turns.push(changes.live);
+    last = changes.live;
+  });
+  return turns;
+}
+
 describe.each(backends())('credential cache and change feed [%s]', (backend) => {
   let t: TestApp;
   beforeAll(async () => {
@@ -106,8 +121,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed across in
   it('reports the gap when its listener is lost, drops what it cached, and listens again by itself', async () => {
     const key = await keyWith(t, 'admin', ['mcp:teams:read']);
     await me(other, key);
-    const states: boolean[] = [];
-    other.changes.subscribe('credentials', () => states.push(other.changes.live));
+    const states = liveStates(other.changes);
     const admin = new pg.Client({ connectionString: inject('postgresUrl') });
     await admin.connect();
     try {
@@ -139,8 +153,7 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed heartbeat
   });
 
   it('treats a listener that stopped answering (no end, as behind a dead NAT) as lost, and listens again', async () => {
-    const states: boolean[] = [];
-    t.core.changes.subscribe('credentials', () => states.push(t.core.changes.live));
+    const states = liveStates(t.core.changes);
     const admin = new pg.Client({ connectionString: inject('postgresUrl') });
     await admin.connect();
     const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [CHANGE_LISTENER_NAME]);
