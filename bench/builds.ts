@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildEdits, buildLabel, capacityRatio, capacityRatioNote, createBenchSchema, measureRounds, openMcpSession, pairedRatio, PAIRED_RATIO_NOTE, ROUNDS_NOTE, SECRET_KEY, writeResults, type LoadTarget } from './lib.js';
+import { capacityRatio, capacityRatioNote, createBenchSchema, describeBuild, editedBuildNotes, measureRounds, openMcpSession, pairedRatio, PAIRED_RATIO_NOTE, ROUNDS_NOTE, SECRET_KEY, writeResults, type LoadTarget } from './lib.js';
 import { freePort } from '../test/helpers/ports.js';
 import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/limits.js';
 
@@ -65,25 +65,25 @@ async function targetsOf(build: Running): Promise<Record<'rest' | 'v2' | 'mcp', 
 }
 
 const SURFACES = { rest: 'REST GET /v4/employees/{id}', v2: 'v2 GET /v2/employees/{id}', mcp: 'MCP tools/call get_employee (2025-11-25)' } as const;
-const roots = [here, ...baselines];
-const labels = roots.map(buildLabel);
-const schemas = await Promise.all(roots.map(() => createBenchSchema()));
+const described = [here, ...baselines].map(describeBuild);
+const schemas = await Promise.all(described.map(() => createBenchSchema()));
+const rowKey = (surface: keyof typeof SURFACES, build: number) => `${SURFACES[surface]} — ${build}`;
 const builds: Running[] = [];
 try {
   // One at a time, so that those started are stopped below if another fails to start.
-  for (const [i, root] of roots.entries()) builds.push(await serve(root, schemas[i]!.url));
+  for (const [i, { root }] of described.entries()) builds.push(await serve(root, schemas[i]!.url));
   const targets = await Promise.all(builds.map(targetsOf));
   // Surface by surface, so that the builds compared on one are measured back to back.
   const rowTargets: Record<string, LoadTarget> = {};
   for (const surface of Object.keys(SURFACES) as Array<keyof typeof SURFACES>) {
-    for (const [i, build] of targets.entries()) rowTargets[`${SURFACES[surface]} — ${i}`] = build[surface];
+    for (const [i, build] of targets.entries()) rowTargets[rowKey(surface, i)] = build[surface];
   }
   const results = await measureRounds(rowTargets, SECONDS, MCP_IN_FLIGHT_PER_CREDENTIAL);
-  const rows = Object.values(SURFACES).flatMap((surface) =>
+  const rows = (Object.keys(SURFACES) as Array<keyof typeof SURFACES>).flatMap((surface) =>
     baselines.map((_, b) => {
-      const a = results[`${surface} — 0`]!;
-      const other = results[`${surface} — ${b + 1}`]!;
-      return [surface, labels[b + 1]!, a.requestsPerSecond, other.requestsPerSecond, pairedRatio(a, other), capacityRatio(a, other), `${a.p50} / ${other.p50}`, a.cpuMicrosPerRequest, other.cpuMicrosPerRequest, `${a.databaseCpuMicrosPerRequest} / ${other.databaseCpuMicrosPerRequest}`, a.errors + other.errors];
+      const a = results[rowKey(surface, 0)]!;
+      const other = results[rowKey(surface, b + 1)]!;
+      return [SURFACES[surface], described[b + 1]!.label, a.requestsPerSecond, other.requestsPerSecond, pairedRatio(a, other), capacityRatio(a, other), `${a.p50} / ${other.p50}`, a.cpuMicrosPerRequest, other.cpuMicrosPerRequest, `${a.databaseCpuMicrosPerRequest} / ${other.databaseCpuMicrosPerRequest}`, a.errors + other.errors];
     }),
   );
   const text = await writeResults(
@@ -92,14 +92,11 @@ try {
     ['read', 'baseline', 'this req/s', 'baseline req/s', 'this ÷ baseline', 'capacity ratio', 'p50 ms (this / baseline)', 'CPU µs/req (this)', 'CPU µs/req (baseline)', 'PostgreSQL CPU µs/req (this / baseline)', 'errors'],
     rows,
     [
-      `This checkout: ${labels[0]}. Each build is \`node dist/src/main.js serve --demo\` on its own PostgreSQL schema with Redis, LOG_LEVEL silent.`,
+      `This checkout: ${described[0]!.label}. Each build is \`node dist/src/main.js serve --demo\` on its own PostgreSQL schema with Redis, LOG_LEVEL silent.`,
       `Load: autocannon, ${MCP_IN_FLIGHT_PER_CREDENTIAL} connections (the most MCP requests one key may have in flight; the others alike), ${SECONDS} s a run. ${ROUNDS_NOTE} ${PAIRED_RATIO_NOTE}`,
       capacityRatioNote('the baseline’s', 'this one’s', 'each server process’s'),
       'PostgreSQL CPU µs/req: that of every postgres process on this machine while the row ran (the other builds’ idle connections included), over the row’s requests answered. The req/s, p50 and CPU columns are each build’s own median run, often of different rounds, so their quotients need not equal the paired ratios.',
-      ...roots.flatMap((root, i) => {
-        const edits = buildEdits(root);
-        return edits ? [`${labels[i]} differs from its commit: ${edits}.`] : [];
-      }),
+      ...editedBuildNotes(described),
     ],
   );
   process.stdout.write(text);

@@ -373,40 +373,40 @@ export const PAIRED_RATIO_NOTE = `A ratio (pairedRatio): the median of its ${ROU
 /** What a run writes, so a build is not called edited for holding the results of the run that measures it. */
 const RESULTS_FILES = [':!bench/RESULTS.md', ':!bench/results'];
 
-/** A build as a results table names it: its commit, and whether its tree differs from it; a path if it is no git checkout. */
-export function buildLabel(root: string): string {
-  try {
-    const commit = execFileSync('git', ['-C', root, 'log', '-1', '--format=%h'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const edited = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no', '--', '.', ...RESULTS_FILES], { encoding: 'utf8' }).trim() !== '';
-    return edited ? `${commit} edited (${root})` : commit;
-  } catch {
-    return root;
-  }
+/** A build as a results table names it. */
+export interface BuildDescription {
+  root: string;
+  /** Its commit, with " edited (root)" when its tree differs; the path if it is no git checkout. */
+  label: string;
+  /** How it differs from its commit (staged or not): the changed lines, or a count of them when long. */
+  edits?: string;
 }
 
-/**
- * What an edited build changes beside its commit (staged or not), for a results note: its diff's changed
- * lines, or a count of them when that is long; undefined for an unedited build or no git checkout.
- */
-export function buildEdits(root: string): string | undefined {
-  const diff = (...args: string[]) =>
-    execFileSync('git', ['-C', root, 'diff', '--no-ext-diff', '--no-color', ...args, 'HEAD', '--', '.', ...RESULTS_FILES], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
+export function describeBuild(root: string): BuildDescription {
+  const git = (...args: string[]) => execFileSync('git', ['-C', root, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  const diff = (...args: string[]) => git('diff', '--no-ext-diff', '--no-color', ...args, 'HEAD', '--', '.', ...RESULTS_FILES);
+  let commit: string;
+  let files: string;
   try {
-    const lines = diff('--unified=0')
-      .split('\n')
-      .filter((line) => /^[-+]/.test(line) && !/^(--- a\/|\+\+\+ b\/|--- \/dev\/null|\+\+\+ \/dev\/null)/.test(line))
-      .map((line) => line.replace(/^([-+])\s+/, '$1 '));
-    if (lines.length === 0) return undefined;
-    // A line holding a backtick gets a longer fence, as Markdown allows.
-    const shown = lines.map((line) => (line.includes('`') ? `\`\` ${line} \`\`` : `\`${line}\``)).join(' ');
-    return shown.length <= 400 ? `${diff('--name-only').split('\n').join(', ')}, ${shown}` : diff('--shortstat');
+    commit = git('rev-parse', '--short', 'HEAD');
+    files = diff('--name-only');
   } catch {
-    return undefined;
+    return { root, label: root };
   }
+  if (files === '') return { root, label: commit };
+  const lines = diff('--unified=0')
+    .split('\n')
+    .filter((line) => /^[-+]/.test(line) && !/^(--- a\/|\+\+\+ b\/|--- \/dev\/null|\+\+\+ \/dev\/null)/.test(line))
+    .map((line) => line.replace(/^([-+])\s+/, '$1 '));
+  // A line holding a backtick gets a longer fence, as Markdown allows.
+  const shown = lines.map((line) => (line.includes('`') ? `\`\` ${line} \`\`` : `\`${line}\``)).join(' ');
+  const edits = lines.length > 0 && shown.length <= 400 ? `${files.split('\n').join(', ')}, ${shown}` : diff('--shortstat') || files;
+  return { root, label: `${commit} edited (${root})`, edits };
 }
+
+/** A results note per edited build, saying how it differs from its commit. */
+export const editedBuildNotes = (builds: readonly BuildDescription[]): string[] =>
+  builds.flatMap(({ label, edits }) => (edits ? [`${label} differs from its commit: ${edits}.`] : []));
 
 /** How capacityRatio's figures read, for the notes of a benchmark that quotes them: whose CPU is divided by whose. */
 export const capacityRatioNote = (divided = 'the second row’s', by = 'the first’s', whose = 'this process’s') =>

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { apartFromServers, buildEdits, buildLabel, createBenchSchema, SECRET_KEY, writeResults } from './lib.js';
+import { apartFromServers, createBenchSchema, describeBuild, editedBuildNotes, type BuildDescription, SECRET_KEY, writeResults } from './lib.js';
 import { untilHealthy } from '../test/helpers/healthz.js';
 import { freePort } from '../test/helpers/ports.js';
 import { ServerProcess } from '../test/helpers/server-process.js';
@@ -23,13 +23,12 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const here = fileURLToPath(new URL('..', import.meta.url));
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
-interface Build {
-  label: string;
-  root: string;
+interface Build extends BuildDescription {
+  role: 'this checkout' | 'baseline';
 }
-const builds: Build[] = [{ label: `this checkout, ${buildLabel(here)}`, root: here }];
+const builds: Build[] = [{ role: 'this checkout', ...describeBuild(here) }];
 const baseline = process.env.BENCH_START_BASELINE;
-if (baseline) builds.push({ label: `baseline, ${buildLabel(baseline)}`, root: baseline });
+if (baseline) builds.push({ role: 'baseline', ...describeBuild(baseline) });
 for (const build of builds) {
   if (!existsSync(join(build.root, 'dist/src/main.js'))) throw new Error(`${build.root}/dist/src/main.js is missing: run npm run build there`);
 }
@@ -133,7 +132,7 @@ try {
             `Node ${versionOf(node)}`,
             store.label,
             condition,
-            build.label,
+            `${build.role}, ${build.label}`,
             ready.toFixed(0),
             Math.min(...samples[i]!.map((s) => s.readyMs)).toFixed(0),
             median(samples[i]!.map((s) => s.oauthMs)).toFixed(0),
@@ -160,10 +159,7 @@ const text = await writeResults(
     '`node dist/src/main.js serve` to the first `/readyz` 200 (polled every 5 ms), and to the first 200 of `/api/oauth/jwks`.',
     'Under load: another instance (this checkout, on PostgreSQL with Redis, on the schema of the PostgreSQL rows) answers `GET /v4/employees/{id}` to 10 autocannon connections meanwhile, whichever store the measured start uses.',
     'The embedded store restarts on a data directory a first start migrated, as a second `npm start` does.',
-    ...builds.flatMap(({ label, root }) => {
-      const edits = buildEdits(root);
-      return edits ? [`${label} differs from its commit: ${edits}.`] : [];
-    }),
+    ...editedBuildNotes(builds),
   ],
 );
 process.stdout.write(text);
