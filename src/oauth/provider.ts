@@ -114,7 +114,7 @@ export function createOAuthServer(options: OAuthServerOptions): OAuthServer {
   };
 }
 
-async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string, signingKey: Promise<Awaited<ReturnType<typeof ephemeralJwks>>>): Promise<Provider> {
+async function buildProvider(options: OAuthServerOptions, issuer: string, resource: string, signingKey: ReturnType<typeof ephemeralJwks>): Promise<Provider> {
   const { config, db, secretKey, previousSecretKey, now, fetchClientMetadata } = options;
   // oidc-provider 9 warns once at import on Node 20 (it supports 22+); our tests cover its use here.
   const [{ Provider, errors }, jwks] = await Promise.all([import('oidc-provider'), signingKey]);

@@ -296,7 +296,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       // When the latest answered round trip was sent: every commit before it has been heard.
       let heardUpTo = -Infinity;
       // A round trip on the listening connection, bounded: what stalls it is treated as a lost connection.
-      // The timer is cleared on the answer: round trips run on the request path, one per cache hit.
+      // The timer is cleared on the answer: round trips run on the request path, up to one per cache hit.
       // An empty query: PostgreSQL orders notifications by when it reads a query, not by what the query
       // does, and an empty one has nothing to plan or execute and no row (decision record 0008).
       const roundTrip = (target: NonNullable<typeof current>) => {

@@ -612,7 +612,7 @@ export async function migrate(db: Db): Promise<string[]> {
  * The migrations of this build that `db` has not applied, in order; none when its schema is this
  * build's or newer. Only reads: a process that must not migrate (the gateway apart) checks with it.
  */
-export async function pendingMigrations(db: Db): Promise<string[]> {
+export async function pendingMigrations(db: Queryable): Promise<string[]> {
   const [table] = await db.query<{ present: boolean }>(sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`);
   const done = table!.present ? await appliedMigrations(db) : new Set<string>();
   return MIGRATIONS.map((migration) => migration.id).filter((id) => !done.has(id));
