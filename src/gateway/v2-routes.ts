@@ -13,7 +13,7 @@ import { domainOperationByName } from '../operations/domain-table.js';
 import { deprecationSignals, OWNER_PLAN_PATH } from '../legacy/deprecation.js';
 import { buildOwnerPlan } from '../migration/owner-plan.js';
 import { routeAnchor } from '../migration/migration-guide.js';
-import { TopicCache } from '../store/change-feed.js';
+import { readConfirmedLater, TopicCache, type Freshness } from '../store/change-feed.js';
 import { resolveLegacyKey, type LegacyKeyResolution } from '../legacy/legacy-keys.js';
 import { entryMatches, scopeEntryFor, type LookupTopic, type Route } from '../legacy/mappings.js';
 import { shadowCheckOf } from '../migration/shadow-check.js';
@@ -94,9 +94,9 @@ function legacyKeyHeader(request: FastifyRequest): string {
 }
 
 /** The legacy key `raw` the request sent, active; a known key's id (a disabled one's too) goes on the request's log line. */
-async function activeKey(core: GatewayDeps, legacyKeys: LegacyKeyCache, request: FastifyRequest, raw: string, asOf: number): Promise<ActiveKey> {
+async function activeKey(core: GatewayDeps, legacyKeys: LegacyKeyCache, request: FastifyRequest, raw: string, freshness: Freshness): Promise<ActiveKey> {
   // Unknown keys are not cached, so a newly registered key works at once and guessing fills nothing.
-  const key = await legacyKeys.get(hashSecret(raw), () => resolveLegacyKey(core, raw), (found) => found.status !== 'unknown', asOf);
+  const key = await legacyKeys.get(hashSecret(raw), () => resolveLegacyKey(core, raw), (found) => found.status !== 'unknown', freshness);
   if (key.status === 'unknown') throw unauthorized('invalid_api_key', 'The API key is unknown');
   if (key.status === 'disabled') {
     noteCaller(request, { legacyKeyId: key.legacyKeyId });
@@ -218,17 +218,19 @@ export function registerV2Routes(app: FastifyInstance, core: GatewayDeps, v4For:
   const legacyKeys: LegacyKeyCache = new TopicCache(core.changes, 'credentials');
   // A key's access changing drops its lookups too.
   const lookupCaches: Record<LookupTopic, TopicCache<unknown>> = { teams: new TopicCache(core.changes, ['teams', 'credentials']) };
-  // One request's lookups trust what is cached as of its arrival, as its key's lookup did.
-  const sharedAsOf =
-    (asOf: number): SharedLookup =>
+  // One request's lookups trust what is cached as its key's lookup did.
+  const sharedLookupFor =
+    (freshness: Freshness): SharedLookup =>
     (topic, key, load) =>
-      lookupCaches[topic].get(key, load, undefined, asOf);
+      lookupCaches[topic].get(key, load, undefined, freshness);
   const shadow = shadowCheckOf(core);
   for (const route of core.mappings.routes) {
     const routeLabel = `${route.method} ${route.path}`;
     const capability = scopeEntryFor(scopes, route.scope)?.capability ?? 'none';
     const signals = deprecationSignals(sunset, routeAnchor(route));
     const successorPath = successorPathOf(successorTemplate(route));
+    // The maps' check holds a GET to reads only (primary calls and follow-ups alike).
+    const translatedRead = route.kind === 'v4' && route.method === 'GET';
     app.route({
       method: route.method,
       url: `${sunset.prefix}${route.path}`,
@@ -252,24 +254,36 @@ export function registerV2Routes(app: FastifyInstance, core: GatewayDeps, v4For:
       handler: async (request, reply) => {
         const asOf = performance.now();
         const rawKey = legacyKeyHeader(request);
-        const key = await activeKey(core, legacyKeys, request, rawKey, asOf);
-        if (!key.scopes.some((held) => entryMatches(held, route.scope))) {
-          throw forbidden('missing_scope', `This legacy key lacks the v2 scope ${route.scope}, which ${routeLabel} requires`, {
-            required: route.scope,
-          });
-        }
-        checkPathParams(request.params as Record<string, string>);
-        // Usage is counted, failures included, before answering; written in batches (see UsageRecorder).
+        // Usage is counted, failures included, once per request: by the attempt whose outcome is answered.
+        let counted: string | undefined;
+        const attempt = async (freshness: Freshness): Promise<Answer> => {
+          counted = undefined;
+          // A second run's line names whom it found, not what the first run's cache held.
+          request.loggedCaller = null;
+          const key = await activeKey(core, legacyKeys, request, rawKey, freshness);
+          if (!key.scopes.some((held) => entryMatches(held, route.scope))) {
+            throw forbidden('missing_scope', `This legacy key lacks the v2 scope ${route.scope}, which ${routeLabel} requires`, {
+              required: route.scope,
+            });
+          }
+          checkPathParams(request.params as Record<string, string>);
+          counted = key.legacyKeyId;
+          return route.kind === 'passthrough'
+            ? forwardToLegacy(core, route, request, rawKey)
+            : shadow.translated(request, { route, key: { legacyKeyId: key.legacyKeyId, companyId: key.companyId, rawKey }, legacyUrl: legacyV2Url(core, route, request) }, () =>
+                serveV4(core, v4For(request.id, freshness), route, key, restInput(route.method, request), sharedLookupFor(freshness)),
+              );
+        };
+        // A translated read runs on what the caches hold and is confirmed after (decision record 0008); a write,
+        // a call forwarded to the legacy API and, while the shadow check is on, every read (a second run would
+        // sample it again) wait first.
+        const confirmedLater = translatedRead && !shadow.enabled;
         let answer: Answer;
         try {
-          answer =
-            route.kind === 'passthrough'
-              ? await forwardToLegacy(core, route, request, rawKey)
-              : await shadow.translated(request, { route, key: { legacyKeyId: key.legacyKeyId, companyId: key.companyId, rawKey }, legacyUrl: legacyV2Url(core, route, request) }, () =>
-                  serveV4(core, v4For(request.id, asOf), route, key, restInput(route.method, request), sharedAsOf(asOf)),
-                );
+          answer = confirmedLater ? await readConfirmedLater(core.changes, asOf, attempt) : await attempt({ asOf, confirmedLater: false });
         } finally {
-          core.legacyUsage.record(key.legacyKeyId, routeLabel, route.scope, core.now());
+          // Written in batches (see UsageRecorder).
+          if (counted !== undefined) core.legacyUsage.record(counted, routeLabel, route.scope, core.now());
         }
         if (answer.contentType) void reply.type(answer.contentType);
         return reply.status(answer.status).send(answer.body);
@@ -280,7 +294,7 @@ export function registerV2Routes(app: FastifyInstance, core: GatewayDeps, v4For:
   // The integration owner's entry point: the key's own plan. Answered during brownouts too (it is how the
   // owner learns of them), never counted as v2 usage (reading the plan must not keep a key from going quiet).
   app.get(`${sunset.prefix}${OWNER_PLAN_PATH}`, { errorHandler: answerV2Error }, async (request) => {
-    const key = await activeKey(core, legacyKeys, request, legacyKeyHeader(request), performance.now());
+    const key = await activeKey(core, legacyKeys, request, legacyKeyHeader(request), { asOf: performance.now(), confirmedLater: false });
     return buildOwnerPlan(core, key);
   });
 }

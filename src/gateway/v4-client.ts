@@ -4,7 +4,7 @@ import type { Principal } from '../access/principal.js';
 import { AppError, errorObject, type ErrorObject } from '../kit/errors.js';
 import { domainOperationByName } from '../operations/domain-table.js';
 import { invokeOperation } from '../operations/operation.js';
-import { TopicCache } from '../store/change-feed.js';
+import { TopicCache, type Freshness } from '../store/change-feed.js';
 
 /** The v4 envelope without its meta: what the gateway reads of a v4 answer. */
 export type V4Envelope =
@@ -20,11 +20,8 @@ export interface V4Client {
   call(operation: string, input: Record<string, unknown>, apiKey: string): Promise<{ status: number; body: V4Envelope }>;
 }
 
-/**
- * The client of one v2 request: `asOf` is its arrival (performance.now()), so a credential it finds
- * cached is trusted once every change committed before then has been heard, not again per lookup.
- */
-export type V4ClientFor = (requestId: string, asOf: number) => V4Client;
+/** The client of one v2 request, which trusts a credential it finds cached as its `freshness` says. */
+export type V4ClientFor = (requestId: string, freshness: Freshness) => V4Client;
 
 function failure(error: AppError): { status: number; body: V4Envelope } {
   return { status: error.status, body: { ok: false, error: errorObject(error) } };
@@ -41,15 +38,15 @@ function failure(error: AppError): { status: number; body: V4Envelope } {
  */
 export function inProcessV4(core: GatewayDeps & HttpDeps): V4ClientFor {
   const principals = new TopicCache<Principal>(core.changes, 'credentials');
-  const principalOf = (apiKey: string, asOf: number) =>
-    principals.get(apiKey, () => core.auth.authenticate({ 'x-api-key': apiKey }), undefined, asOf);
-  return (requestId, asOf) => ({
+  const principalOf = (apiKey: string, freshness: Freshness) =>
+    principals.get(apiKey, () => core.auth.authenticate({ 'x-api-key': apiKey }), undefined, freshness);
+  return (requestId, freshness) => ({
     async call(operation, input, apiKey) {
       const op = domainOperationByName(operation);
       // The maps were checked against the operation table at start, so this is our fault, not the caller's.
       if (!op) throw new Error(`v4 operation ${operation} is not in the operation table`);
       try {
-        const principal = await principalOf(apiKey, asOf);
+        const principal = await principalOf(apiKey, freshness);
         const data = await invokeOperation(op, { core, principal, requestId }, input);
         return { status: op.successStatus, body: { ok: true, data } };
       } catch (error) {

@@ -338,6 +338,8 @@ function checkOperations(route: Route & { kind: 'v4' }, entry: ScopeEntry, where
   }
   for (const name of primary) {
     const op = knownOperation(name, where);
+    // A v2 read is answered as one: run again when a credential changed under it (decision record 0008).
+    if (route.method === 'GET' && !op.readOnly) throw new MappingError(`${where}: a GET is answered as a read, but it calls "${name}", which writes`);
     // The map must agree with the spec's table: the scope's capability is what the call checks.
     if (op.capability !== entry.capability) {
       throw new MappingError(

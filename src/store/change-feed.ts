@@ -71,10 +71,48 @@ export async function openChangeFeed(db: Db, logger: Logger): Promise<ChangeFeed
 }
 
 /**
+ * What a request may take from a cache: what was true at `asOf` (performance.now() at its arrival, so its
+ * later lookups wait for nothing more), waited for per hit; or, with `confirmedLater`, whatever is cached,
+ * at once, the request's outcome being confirmed afterwards (readConfirmedLater).
+ */
+export interface Freshness {
+  readonly asOf: number;
+  readonly confirmedLater: boolean;
+}
+
+const changesHeard = (feed: ChangeFeed) => TOPICS.reduce((sum, topic) => sum + feed.generation(topic), 0);
+
+/**
+ * Runs a read on cached values without waiting for the feed, then keeps its outcome (answer or error)
+ * only if the feed, caught up with `asOf`, heard no change since the read began; otherwise runs it
+ * again, each hit waiting as usual. The read's own statements usually prove the feed caught up (Db.listen),
+ * so a confirmed read waits for no round trip (decision record 0008). Reads only: side effects of a
+ * first run that is discarded would stand.
+ */
+export async function readConfirmedLater<T>(feed: ChangeFeed, asOf: number, read: (freshness: Freshness) => Promise<T>): Promise<T> {
+  if (!feed.live) return read({ asOf, confirmedLater: false });
+  const before = changesHeard(feed);
+  let outcome: { answer: T } | { error: unknown };
+  try {
+    outcome = { answer: await read({ asOf, confirmedLater: true }) };
+  } catch (error) {
+    outcome = { error };
+  }
+  const caughtUp = await Promise.resolve(feed.caughtUp(asOf)).then(
+    () => true,
+    () => false,
+  );
+  // A gap moves every generation too; `live` is checked all the same, as a hit would be.
+  if (!caughtUp || !feed.live || changesHeard(feed) !== before) return read({ asOf, confirmedLater: false });
+  if ('error' in outcome) throw outcome.error;
+  return outcome.answer;
+}
+
+/**
  * A bounded cache of values that changes of its topics invalidate. A value is kept only if no change
  * happened while it loaded, so a read racing a revocation never caches what was revoked; a hit is served
- * only once the feed has heard every change committed before it, so a revocation on another instance
- * bites at the next request here.
+ * only once the feed has heard every change committed before it (or, for a read confirmed later, before
+ * that read answers), so a revocation on another instance bites at the next request here.
  */
 export class TopicCache<V> {
   private readonly entries = new Map<string, V>();
@@ -97,12 +135,13 @@ export class TopicCache<V> {
    * The cached value of `key`, or `load()`'s; `keep` decides which loaded values are worth caching. A hit
    * is on the hot path of every authenticated request and every v2 lookup: where the feed cannot lag
    * (one process) it is answered at once, with no promise; elsewhere once the feed has caught up with
-   * `asOf`, the arrival of the request (so its later lookups wait for nothing more).
+   * `freshness.asOf` (default: now), or at once for a read that confirms it afterwards (readConfirmedLater).
    */
-  get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true, asOf?: number): V | Promise<V> {
+  get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true, freshness?: Freshness): V | Promise<V> {
     const hit = this.hit(key);
     if (hit === undefined) return this.loadInto(key, load, keep);
-    const caughtUp = this.feed.caughtUp(asOf);
+    if (freshness?.confirmedLater) return hit;
+    const caughtUp = this.feed.caughtUp(freshness?.asOf);
     if (!caughtUp) return hit;
     // A change heard meanwhile has emptied the entry; a feed that cannot tell is not trusted.
     return caughtUp.then(

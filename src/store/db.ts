@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { ServiceUnavailable } from '../kit/errors.js';
 import { sql, type Planning, type Sql } from './sql.js';
 import { StatementNames } from './statement-names.js';
+import { Heard } from './heard.js';
 import { createPglite } from './pglite-template.js';
 import type { ClientBase, Pool } from 'pg';
 import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
@@ -204,6 +205,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
   const ignoreLost = () => undefined;
   const dispatch = (message: { channel: string; payload?: string | undefined }) => listeners.get(message.channel)?.(message.payload ?? '');
   const types = { getTypeParser: (oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text') };
+  const heard = new Heard();
   const poolOf = (setUp: (client: ClientBase) => Promise<void>) => {
     const made = new pg.Pool({
       ...connection,
@@ -221,18 +223,20 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     made.on('error', () => undefined);
     return made;
   };
-  // Pooled connections listen too: the notification of this process's own commit then arrives on the
-  // committing connection before the commit returns, so a caller never outruns its own write.
+  // The default pool's connections listen: the notification of this process's own commit then arrives on
+  // the committing connection before the commit returns, so a caller never outruns its own write; and a
+  // statement's answer proves the feed has heard what was committed before it was sent (see `heard`).
   const pool = poolOf(async (client) => {
     client.on('notification', dispatch);
     for (const channel of listeners.keys()) await client.query(`LISTEN ${channel}`);
+    heard.connectionListening();
   });
   // Named statements whose planning is fixed (Sql.planning: searches planned with their values, pages
   // planned once) run on sessions of their own whose plan_cache_mode says so: a search is parsed once per
   // connection but never given a generic plan, and a page's generic plan is kept although PostgreSQL's
   // guess for its LIMIT parameter (a tenth of the rows) prices it above a custom one at a million rows.
   // Set per session, not as a startup option, which a pooler such as PgBouncer refuses. Read-only
-  // statements outside transactions, so these connections need no LISTEN.
+  // statements outside transactions, so these connections need no LISTEN (and prove nothing heard).
   const plannedPool = (planning: keyof typeof PLAN_CACHE_MODE) =>
     poolOf(async (client) => {
       await client.query(`SET plan_cache_mode = ${PLAN_CACHE_MODE[planning]}`);
@@ -253,13 +257,23 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
     const { text, values } = statement.toQuery();
     const target = pools[statement.planning];
     const named = names.namedFor(text);
-    if (named === undefined) return run<R>(target, statement);
-    try {
-      return (await layouts.run(target, named, values)).rows as R[];
-    } catch (error) {
-      if (names.failed(error) === undefined) throw connectionLost(error);
-      return run<R>(target, statement);
+    // Taken before the pool lends a connection, so no later than the statement is sent.
+    const sentAt = performance.now();
+    let rows: R[];
+    if (named === undefined) rows = await run<R>(target, statement);
+    else {
+      try {
+        rows = (await layouts.run(target, named, values)).rows as R[];
+      } catch (error) {
+        const failure = names.failed(error);
+        if (failure === undefined) throw connectionLost(error);
+        // A pooler in transaction mode: the backend that answers is not the one that listened.
+        if (failure === 'lost') heard.distrustStatements();
+        rows = await run<R>(target, statement);
+      }
     }
+    if (target === pool) heard.statementAnswered(sentAt);
+    return rows;
   };
   return {
     kind: 'postgres',
@@ -288,15 +302,15 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
       await pool.query(script);
     },
     listen: async (channel, onNotify, onGap) => {
+      // A connection opened before would never listen, yet its statements would count as heard.
+      if (pool.totalCount > 0) throw new Error('listen before the first query');
       listeners.set(channel, onNotify);
       // A dedicated connection hears other processes while the pool is idle; reconnected with backoff.
       // A heartbeat finds a half-open connection (no 'end' ever comes), which would otherwise leave caches trusted.
       let stopped = false;
       let current: { client: InstanceType<typeof pg.Client>; heartbeat: NodeJS.Timeout; lose: () => void } | undefined;
-      // When the latest answered round trip was sent: every commit before it has been heard.
-      let heardUpTo = -Infinity;
       // A round trip on the listening connection, bounded: what stalls it is treated as a lost connection.
-      // The timer is cleared on the answer: round trips run on the request path, up to one per cache hit.
+      // The timer is cleared on the answer: round trips run on the request path.
       // An empty query: PostgreSQL orders notifications by when it reads a query, not by what the query
       // does, and an empty one has nothing to plan or execute and no row (decision record 0008).
       const roundTrip = (target: NonNullable<typeof current>) => {
@@ -308,7 +322,7 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
         return Promise.race([target.client.query(''), timeout]).then(
           () => {
             clearTimeout(timer);
-            heardUpTo = Math.max(heardUpTo, sentAt);
+            heard.roundTripAnswered(sentAt);
           },
           (error: unknown) => {
             clearTimeout(timer);
@@ -352,23 +366,30 @@ async function openPostgres(databaseUrl: string, schema?: string): Promise<Db> {
         if (attempt > 0) onGap(true);
       };
       await connect(0);
-      // The backend sends pending notifications before it ends its answer to a query it reads after they
-      // were signalled, so a query sent after a commit elsewhere returns after that commit's notification.
-      // Callers arriving before a round trip is sent share it; later ones wait for the next. A caller
-      // asking as of an earlier moment (its request's arrival) needs none if one was sent since.
-      let unsent: Promise<void> | undefined;
-      let previous: Promise<unknown> = Promise.resolve();
+      // One round trip at a time for callers (the heartbeat's runs beside); another only for callers its
+      // answer did not cover, and none for those a statement answered meanwhile covered. A caller asking as of an earlier moment (its request's
+      // arrival) needs none if an answer since covers it.
+      let inFlight = false;
+      const pump = (): void => {
+        if (inFlight || !heard.waiting) return;
+        if (!current || stopped) return heard.fail(new Error('not listening'));
+        inFlight = true;
+        roundTrip(current).then(
+          () => {
+            inFlight = false;
+            pump();
+          },
+          (error: unknown) => {
+            inFlight = false;
+            heard.fail(error);
+          },
+        );
+      };
       const caughtUp = (asOf = performance.now()) => {
-        if (heardUpTo >= asOf) return undefined;
-        if (unsent) return unsent;
-        const mine = previous.then(() => {
-          unsent = undefined;
-          if (!current || stopped) throw new Error('not listening');
-          return roundTrip(current);
-        });
-        unsent = mine;
-        previous = mine.catch(() => undefined);
-        return mine;
+        if (heard.covers(asOf)) return undefined;
+        const waiting = heard.wait(asOf);
+        pump();
+        return waiting;
       };
       return {
         caughtUp,

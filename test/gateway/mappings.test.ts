@@ -256,6 +256,11 @@ describe('loadMappings refuses broken maps', () => {
     expect(loadError(dir)).toMatch(/GET \/products\/:productId\): names v4 operation "get_products", which is not in the operation table/);
   });
 
+  it('a GET that calls a write', () => {
+    const dir = shippedWith(ROUTES_FILE, 'v4: get_team\n', 'v4: update_team\n');
+    expect(loadError(dir)).toMatch(/GET \/teams\/:teamId\): a GET is answered as a read, but it calls "update_team", which writes/);
+  });
+
   it('a v4 call whose capability is not the scope’s', () => {
     const dir = shippedWith(ROUTES_FILE, 'v4: get_team\n', 'v4: get_order\n');
     expect(loadError(dir)).toMatch(/GET \/teams\/:teamId\): calls "get_order", which needs mcp:orders:read, but scope api\.team\.get maps to mcp:teams:read/);

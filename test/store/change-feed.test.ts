@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { parseApiKey } from '../../src/access/api-keys.js';
 import { createCore, type Core } from '../../src/app/core.js';
 import { revokeKey, setUserDisabled } from '../../src/domain/admin.js';
-import { TopicCache, type ChangeTopic } from '../../src/store/change-feed.js';
-import { CHANGE_LISTENER_NAME } from '../../src/store/db.js';
+import { buildApp } from '../../src/app/http-app.js';
+import { createLegacyKey } from '../../src/legacy/legacy-keys.js';
+import { readConfirmedLater, TopicCache, type ChangeTopic, type Freshness } from '../../src/store/change-feed.js';
+import { CHANGE_LISTENER_NAME, openDb } from '../../src/store/db.js';
 import { sql } from '../../src/store/sql.js';
 import { backends, startTestApp, type TestApp, EVENTUALLY } from '../helpers/harness.js';
 import { keyWith } from '../helpers/keys.js';
@@ -109,6 +111,99 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed across in
     await expect(me(other, key)).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
   });
 
+  it("takes a statement's answer as proof: a hit after one is served at once, and a key revoked before it is refused", async () => {
+    // The listeners are stopped, so only the pool's connections can bring the revocation's notification
+    // in, and PostgreSQL sends it ahead of the answer to a statement read after the commit.
+    const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [CHANGE_LISTENER_NAME]);
+      expect(rows.length).toBeGreaterThan(0);
+      for (let i = 0; i < 5; i++) {
+        const key = await keyWith(t, 'admin', ['mcp:teams:read']);
+        await me(other, key);
+        await me(other, key);
+        // Covers every connection the pool has opened, so the statement below counts wherever it runs.
+        await other.changes.caughtUp();
+        // Stopped well inside the heartbeat's timeout, so the feed stays live.
+        for (const { pid } of rows) process.kill(pid, 'SIGSTOP');
+        try {
+          const heardBefore = other.changes.generation('credentials');
+          await revokeKey(t.core.db, parseApiKey(key)!.keyId);
+          const asOf = performance.now();
+          await other.db.query(sql`SELECT 1`);
+          // Heard by the time the statement answered, and counted as caught up, with no round trip.
+          expect(other.changes.generation('credentials')).toBeGreaterThan(heardBefore);
+          expect(other.changes.caughtUp(asOf)).toBeUndefined();
+          await expect(me(other, key)).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+        } finally {
+          for (const { pid } of rows) process.kill(pid, 'SIGCONT');
+        }
+        expect(other.changes.live).toBe(true);
+      }
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('answers a v2 read from its caches, and answers it again when a change committed before it is heard during it', async () => {
+    const otherApp = await buildApp(other);
+    const legacy = await createLegacyKey(t.core, t.core.mappings, { companyId: t.demo.companies.acme, name: 'confirmed later', scopes: ['api.employee.get'] });
+    const [employee] = await t.core.db.query<{ id: string }>(sql`SELECT id FROM employees WHERE company_id = ${t.demo.companies.acme} LIMIT 1`);
+    const read = () => otherApp.inject({ method: 'GET', url: `/v2/employees/${employee!.id}`, headers: { 'x-api-key': legacy.rawKey! } });
+    const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+    await admin.connect();
+    try {
+      expect((await read()).statusCode).toBe(200);
+      expect((await read()).statusCode).toBe(200);
+      const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [CHANGE_LISTENER_NAME]);
+      // With the listeners stopped, the narrowing is heard through the pooled connections only: before the
+      // key's lookup, or after it through the read's own statements. Either way the read must not stand.
+      // Stopped well inside the heartbeat's timeout. (Which of the two happens is up to the event loop;
+      // readConfirmedLater's own tests below take the change heard during the read, and none heard.)
+      for (const { pid } of rows) process.kill(pid, 'SIGSTOP');
+      let answer;
+      try {
+        // The key's own row only: its bridge key, which the v4 side checks, stays valid.
+        await t.core.db.query(sql`UPDATE legacy_keys SET scopes = ARRAY['api.teams.getAll'] WHERE id = ${legacy.id}`);
+        answer = await read();
+      } finally {
+        for (const { pid } of rows) process.kill(pid, 'SIGCONT');
+      }
+      expect(answer.statusCode).toBe(403);
+      expect(answer.json()).toMatchObject({ error: { code: 'missing_scope' } });
+      expect(other.changes.live).toBe(true);
+    } finally {
+      await admin.end();
+      await otherApp.close();
+    }
+  });
+
+  it("takes no proof from a pooled connection's statements until a round trip covers its LISTEN", async () => {
+    const db = await openDb({ databaseUrl: inject('postgresUrl'), dataDir: 'memory://' });
+    try {
+      const listening = await db.listen('svc_heard_test', () => undefined, () => undefined);
+      await db.query(sql`SELECT 1`);
+      await listening.caughtUp!();
+      const covered = performance.now();
+      await db.query(sql`SELECT 1`);
+      expect(listening.caughtUp!(covered)).toBeUndefined();
+      // Two statements at once: the pool opens a second connection, which began listening after the last round trip.
+      const fresh = performance.now();
+      await Promise.all([db.query(sql`SELECT pg_sleep(0.05)`), db.query(sql`SELECT pg_sleep(0.05)`)]);
+      const waiting = listening.caughtUp!(fresh);
+      expect(waiting).toBeInstanceOf(Promise);
+      await waiting;
+      // The round trip covered it: its statements count again.
+      const later = performance.now();
+      await db.query(sql`SELECT 1`);
+      expect(listening.caughtUp!(later)).toBeUndefined();
+      await listening.stop();
+    } finally {
+      await db.close();
+    }
+  });
+
   it('drops a key revoked by another instance when the notification arrives', async () => {
     const key = await keyWith(t, 'admin', ['mcp:teams:read']);
     await me(other, key);
@@ -195,6 +290,16 @@ describe('TopicCache', () => {
     return feed;
   }
 
+  /** A cache whose load counts its calls (1, 2, …), with 'k' already cached as 1. */
+  async function cachedCount() {
+    const feed = feedStub();
+    const cache = new TopicCache<number>(feed, 'credentials');
+    let loads = 0;
+    const load = async () => ++loads;
+    await cache.get('k', load);
+    return { feed, cache, load, loads: () => loads };
+  }
+
   it('serves a cached value until a change, and nothing from cache while not live', async () => {
     const feed = feedStub();
     const cache = new TopicCache<number>(feed, 'credentials');
@@ -220,11 +325,7 @@ describe('TopicCache', () => {
   });
 
   it('serves a hit only once the feed has caught up, and loads when a change came meanwhile or it cannot tell', async () => {
-    const feed = feedStub();
-    const cache = new TopicCache<number>(feed, 'credentials');
-    let loads = 0;
-    const load = async () => ++loads;
-    await cache.get('k', load);
+    const { feed, cache, load, loads } = await cachedCount();
     let answer: 'change first' | 'nothing new' | 'cannot tell' = 'nothing new';
     feed.caughtUp = () =>
       answer === 'cannot tell'
@@ -235,7 +336,66 @@ describe('TopicCache', () => {
     expect(await cache.get('k', load)).toBe(2);
     answer = 'cannot tell';
     expect(await cache.get('k', load)).toBe(3);
-    expect(loads).toBe(3);
+    expect(loads()).toBe(3);
+  });
+
+  it('answers a read confirmed later from the cache at once, and keeps its outcome when nothing changed', async () => {
+    const { feed, cache, load } = await cachedCount();
+    let waits = 0;
+    feed.caughtUp = () => {
+      waits += 1;
+      return Promise.resolve();
+    };
+    const runs: boolean[] = [];
+    const read = async (freshness: Freshness) => {
+      runs.push(freshness.confirmedLater);
+      // The hit comes at once, with no wait for the feed: the read confirms afterwards, once.
+      const value = cache.get('k', load, undefined, freshness);
+      expect(value).toBe(1);
+      return value;
+    };
+    expect(await readConfirmedLater(feed, performance.now(), read)).toBe(1);
+    expect(runs).toEqual([true]);
+    expect(waits).toBe(1);
+    // A refusal stands the same way.
+    await expect(
+      readConfirmedLater(feed, performance.now(), async (freshness) => {
+        runs.push(freshness.confirmedLater);
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    expect(runs).toEqual([true, true]);
+  });
+
+  it('runs a read confirmed later again, waiting per hit, when a change was heard meanwhile or the feed cannot tell', async () => {
+    const { feed, cache, load } = await cachedCount();
+    const runs: boolean[] = [];
+    const read = async (freshness: Freshness) => {
+      runs.push(freshness.confirmedLater);
+      const value = await cache.get('k', load, undefined, freshness);
+      if (value === 1) throw new Error('refused by what was cached');
+      return value;
+    };
+    // The change comes in while the feed catches up: neither the answer nor the refusal of the first run stands.
+    let heardFirst = false;
+    feed.caughtUp = () => {
+      if (heardFirst) return undefined;
+      heardFirst = true;
+      feed.change();
+      return Promise.resolve();
+    };
+    expect(await readConfirmedLater(feed, performance.now(), read)).toBe(2);
+    expect(runs).toEqual([true, false]);
+    // The feed cannot tell (listener lost): the read runs again, and its hits wait, so load.
+    feed.caughtUp = () => Promise.reject(new Error('listener lost'));
+    runs.length = 0;
+    expect(await readConfirmedLater(feed, performance.now(), read)).toBe(3);
+    expect(runs).toEqual([true, false]);
+    // Not live: nothing is served from cache, so the read runs once, as usual.
+    feed.setLive(false);
+    runs.length = 0;
+    expect(await readConfirmedLater(feed, performance.now(), read)).toBe(4);
+    expect(runs).toEqual([false]);
   });
 
   it('does not keep a value loaded across a change, nor one `keep` refuses', async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { DatabaseUnavailable, openDb, type Db } from '../../src/store/db.js';
+import { DatabaseUnavailable, openDb, type Db, type Listening } from '../../src/store/db.js';
 import { containsText, raw, Sql, sql, type Planning } from '../../src/store/sql.js';
 import { adminQuery } from '../helpers/harness.js';
 
@@ -15,6 +15,7 @@ const APPLICATION_NAME = `svc_prepared_${process.pid}`;
 
 describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => {
   let db: Db;
+  let listening: Listening;
   const schema = `t_${randomBytes(6).toString('hex')}`;
 
   beforeAll(async () => {
@@ -22,9 +23,11 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
     const url = new URL(inject('postgresUrl'));
     url.searchParams.set('application_name', APPLICATION_NAME);
     db = await openDb({ databaseUrl: url.toString(), dataDir: 'memory://', schema });
+    listening = await db.listen('svc_prepared_test', () => undefined, () => undefined);
     await db.exec('CREATE TABLE gadgets (id int PRIMARY KEY, size int NOT NULL); INSERT INTO gadgets SELECT n, n * 10 FROM generate_series(1, 20) n');
   });
   afterAll(async () => {
+    await listening?.stop();
     await db?.close();
     await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   });
@@ -96,10 +99,22 @@ describe.skipIf(!inject('postgresUrl'))('prepared statements [postgres]', () => 
   it('runs unnamed from then on when a connection drops its names (a pooler that discards session state)', async () => {
     for (let i = 0; i < 5; i++) await gadget(5);
     expect((await prepared()).filter((p) => p.statement === GADGET_TEXT)).toHaveLength(1);
+    await listening.caughtUp!();
+    const beforeLoss = performance.now();
+    await gadget(5);
+    expect(listening.caughtUp!(beforeLoss)).toBeUndefined();
     await db.query(sql`DEALLOCATE ALL`);
     // The name the pool believes prepared is gone: the call is answered, unnamed.
     expect(await gadget(6)).toEqual([{ id: 6, size: '60' }]);
     for (let i = 0; i < 5; i++) expect(await gadget(6)).toEqual([{ id: 6, size: '60' }]);
     expect(await prepared()).toEqual([]);
+    // Nor is a statement's answer taken as proof the change feed caught up: the backend may not be the one
+    // that listened. (The round trip first covers any connection the pool opened meanwhile.)
+    await listening.caughtUp!();
+    const afterLoss = performance.now();
+    await gadget(6);
+    const waiting = listening.caughtUp!(afterLoss);
+    expect(waiting).toBeInstanceOf(Promise);
+    await waiting;
   });
 });
