@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { danaOf } from '../test/faults/support.js';
 import { autocannonRun, demoStore, expectMcpEmployee, openMcpSession, startReference, writeResults, type LoadTarget } from './lib.js';
 import { isMainThreadProfile, LAYERS, layerTimes, type CpuProfile, type Window } from './support/cpu-profile.js';
+import { MCP_IN_FLIGHT_PER_CREDENTIAL } from '../src/mcp/limits.js';
 
 /*
  * The profile summary of the hot path: where each server's main thread spends a request, by layer, from
@@ -14,6 +15,8 @@ import { isMainThreadProfile, LAYERS, layerTimes, type CpuProfile, type Window }
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+// More would be refused with 429 on the MCP column.
+const CONNECTIONS = String(MCP_IN_FLIGHT_PER_CREDENTIAL);
 const WARMUP_SECONDS = 2;
 // 4 samples a millisecond: enough for layers of 1 µs a request over a window's tens of thousands of requests.
 const SAMPLE_INTERVAL_US = 250;
@@ -62,11 +65,11 @@ try {
     profiled('project: v2 GET through the gateway', 'project', { url: `${project}/v2/employees/${id}`, headers: { 'x-api-key': store.demo.legacyKeys.full! } }),
   ];
 
-  for (const column of columns) await autocannonRun(column.target, ['-c', '10', '-d', String(WARMUP_SECONDS)]);
+  for (const column of columns) await autocannonRun(column.target, ['-c', CONNECTIONS, '-d', String(WARMUP_SECONDS)]);
   for (let round = 0; round < ROUNDS; round++) {
     // Every other round in reverse, as measureRounds does: no column always follows the same other.
     for (const column of round % 2 === 0 ? columns : [...columns].reverse()) {
-      const result = await autocannonRun(column.target, ['-c', '10', '-d', String(SECONDS)]);
+      const result = await autocannonRun(column.target, ['-c', CONNECTIONS, '-d', String(SECONDS)]);
       if (result.errors + result.non2xx > 0) throw new Error(`${column.target.url}: ${result.errors} errors and ${result.non2xx} non-2xx answers`);
       // The window is autocannon's own span, ending now: its start-up is not load.
       const to = monotonicMicros();
@@ -108,7 +111,7 @@ try {
   ];
   console.log(
     await writeResults('profile', 'npm run bench -- profile', ['main thread, µs a request (share of busy)', ...columns.map((c) => c.name)], rows, [
-      `Each server a process of its own on one PostgreSQL schema of the demo data, run with \`node --cpu-prof --cpu-prof-interval=${SAMPLE_INTERVAL_US}\`; autocannon, 10 connections, ${WARMUP_SECONDS} s of warm-up per column, then ${ROUNDS} rounds of ${SECONDS} s per column (BENCH_ROUNDS, BENCH_SECONDS), every other round in reverse order. Only samples inside the load's windows are counted (the profile's clock is the monotonic one this process reads).`,
+      `Each server a process of its own on one PostgreSQL schema of the demo data, run with \`node --cpu-prof --cpu-prof-interval=${SAMPLE_INTERVAL_US}\`; autocannon, ${CONNECTIONS} connections (the most MCP requests one key may have in flight; the other columns alike), ${WARMUP_SECONDS} s of warm-up per column, then ${ROUNDS} rounds of ${SECONDS} s per column (BENCH_ROUNDS, BENCH_SECONDS), every other round in reverse order. Only samples inside the load's windows are counted (the profile's clock is the monotonic one this process reads).`,
       'A sample is put in the layer of its innermost frame (bench/support/cpu-profile.ts): a package by its path, node’s own JavaScript by `node:`, native calls by name. Time inside V8’s builtins (property access, promises) counts for the JavaScript that called them. The profiler itself slows each server alike; compare columns, not these figures with the other benchmarks’.',
     ]),
   );
