@@ -10,6 +10,8 @@ import { sql } from './sql.js';
 export type ChangeTopic = 'credentials' | 'teams';
 const TOPICS: readonly ChangeTopic[] = ['credentials', 'teams'];
 const CHANNEL = 'svc_changes';
+/** Copies of one notification arrive together, so a short memory of payloads suffices to drop them. */
+const MAX_HEARD_PAYLOADS = 1000;
 
 export interface ChangeFeed {
   /** False while notifications may be missed (listener reconnecting): caches must not serve then. */
@@ -33,6 +35,8 @@ export async function openChangeFeed(db: Db, logger: Logger): Promise<ChangeFeed
   const generations = new Map<ChangeTopic, number>(TOPICS.map((topic) => [topic, 0]));
   const subscribers = new Map<ChangeTopic, Array<() => void>>(TOPICS.map((topic) => [topic, []]));
   let live = true;
+  // Payloads already acted on: every listening connection delivers its own copy, within moments of the others.
+  const heardPayloads = new Set<string>();
 
   const changed = (topic: ChangeTopic) => {
     generations.set(topic, generations.get(topic)! + 1);
@@ -41,9 +45,15 @@ export async function openChangeFeed(db: Db, logger: Logger): Promise<ChangeFeed
   const listening = await db.listen(
     CHANNEL,
     (payload) => {
-      const [topic, from] = payload.split(':');
+      const [topic, from, transaction] = payload.split(':');
       // Channels are per database; other schemas (tests, tenants) notify on the same one.
-      if (from !== undefined && from === ours.schema && TOPICS.includes(topic as ChangeTopic)) changed(topic as ChangeTopic);
+      if (from === undefined || from !== ours.schema || !TOPICS.includes(topic as ChangeTopic)) return;
+      if (transaction !== undefined) {
+        if (heardPayloads.has(payload)) return;
+        if (heardPayloads.size >= MAX_HEARD_PAYLOADS) heardPayloads.delete(heardPayloads.values().next().value!);
+        heardPayloads.add(payload);
+      }
+      changed(topic as ChangeTopic);
     },
     (nowLive) => {
       live = nowLive;

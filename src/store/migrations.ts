@@ -582,6 +582,24 @@ CREATE TABLE legacy_key_events (
 CREATE INDEX legacy_key_events_company_idx ON legacy_key_events (company_id, at DESC, seq DESC);
 `,
   },
+  {
+    // Each listening connection of an instance delivers its own copy of a notification: the writing
+    // transaction's id in the payload lets the feed act on the first copy only (src/store/change-feed.ts).
+    // Readers of the two-part payload read the same topic and schema from it.
+    id: '0022_change_notification_ids',
+    up: `
+CREATE OR REPLACE FUNCTION notify_credentials_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('svc_changes', 'credentials:' || current_schema() || ':' || txid_current());
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION notify_teams_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('svc_changes', 'teams:' || current_schema() || ':' || txid_current());
+  RETURN NULL;
+END $$;
+`,
+  },
 ];
 
 const LOCK_KEY = 4_242_001;

@@ -22,8 +22,8 @@ const me = (core: Core, apiKey: string) => core.auth.authenticate({ 'x-api-key':
 
 /**
  * Each turn of the feed between live and deaf, as its subscribers see it. A credential change heard
- * meanwhile (every listening connection delivers its own copy, some after the test's own writes) also
- * reaches subscribers, but leaves `live` as it was, so it is no turn.
+ * meanwhile (one made before the test subscribed can still come in after) also reaches subscribers,
+ * but leaves `live` as it was, so it is no turn.
  */
 function liveStates(changes: Core['changes']): boolean[] {
   const turns: boolean[] = [];
@@ -202,6 +202,20 @@ describe.each(backends().filter((b) => b === 'postgres'))('change feed across in
     } finally {
       await db.close();
     }
+  });
+
+  it('acts once on a change, though each of its listening connections delivers a copy', async () => {
+    // Every pooled connection answers a statement, and the listener a round trip: each copy is in by then.
+    const letEveryCopyIn = async () => {
+      await Promise.all(Array.from({ length: 10 }, () => other.db.query(sql`SELECT pg_sleep(0.02)`)));
+      await other.changes.caughtUp();
+    };
+    const key = await keyWith(t, 'admin', ['mcp:teams:read']);
+    await letEveryCopyIn();
+    const seen = other.changes.generation('credentials');
+    await revokeKey(t.core.db, parseApiKey(key)!.keyId);
+    await letEveryCopyIn();
+    expect(other.changes.generation('credentials')).toBe(seen + 1);
   });
 
   it('drops a key revoked by another instance when the notification arrives', async () => {
